@@ -1,0 +1,115 @@
+/**
+ * The library's typed errors. Each carries what a worker author needs to act on it without
+ * parsing the message: a `code` or `kind`, and the store and path where one applies.
+ */
+
+/** Bad `MemoryMounterOptions`: thrown by the constructor, before anything is touched. */
+export class MemoryConfigError extends Error {
+  override name = 'MemoryConfigError';
+  constructor(
+    message: string,
+    /** The option at fault. */
+    readonly option?: string,
+  ) {
+    super(message);
+  }
+}
+
+export type MountErrorCode =
+  | 'too_many_stores'
+  | 'invalid_resource'
+  | 'mount_path_invalid'
+  | 'duplicate_mount_path'
+  | 'mount_path_exists'
+  | 'mount_path_unwritable'
+  | 'download_failed'
+  | 'missing_secret';
+
+export class MemoryMountError extends Error {
+  override name = 'MemoryMountError';
+  readonly code: MountErrorCode;
+  readonly memoryStoreId?: string;
+  readonly path?: string;
+  constructor(
+    code: MountErrorCode,
+    message: string,
+    details: { memoryStoreId?: string; path?: string; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    if (details.memoryStoreId !== undefined) this.memoryStoreId = details.memoryStoreId;
+    if (details.path !== undefined) this.path = details.path;
+  }
+}
+
+/** A write or edit tool aimed at a path the mounts do not allow (SPEC 4.7). */
+export class MemoryWriteRefusedError extends Error {
+  override name = 'MemoryWriteRefusedError';
+  constructor(
+    readonly path: string,
+    readonly reason: 'read_only' | 'outside_store',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A call made in the wrong phase of the mounter's life: reconcile after finalize, say. */
+export class MemoryLifecycleError extends Error {
+  override name = 'MemoryLifecycleError';
+  constructor(
+    readonly code: 'not_materialized' | 'already_materialized' | 'finalized',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type StoreErrorKind =
+  /** 404 */
+  | 'not_found'
+  /** 409/412 on a content_sha256 precondition */
+  | 'precondition_failed'
+  /** 409 memory_path_conflict_error on create/rename */
+  | 'path_conflict'
+  /** 400/413/422: the server will refuse this content again */
+  | 'rejected'
+  /** 401/403 */
+  | 'unauthorized'
+  /** network error, timeout, 429, 5xx: the outcome of a write is unknown */
+  | 'unavailable';
+
+const STORE_ERROR_KINDS: ReadonlySet<string> = new Set<StoreErrorKind>([
+  'not_found',
+  'precondition_failed',
+  'path_conflict',
+  'rejected',
+  'unauthorized',
+  'unavailable',
+]);
+
+export class StoreError extends Error {
+  override name = 'StoreError';
+  readonly kind: StoreErrorKind;
+  readonly status?: number;
+  constructor(kind: StoreErrorKind, message: string, details: { status?: number; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.kind = kind;
+    if (details.status !== undefined) this.status = details.status;
+  }
+}
+
+/**
+ * Any failure from a StoreClient as a StoreError. A host's client that throws something else
+ * broke the contract; the engine then treats the outcome as unknown (`unavailable`), the one
+ * reading that can never lose data.
+ */
+export function asStoreError(err: unknown): StoreError {
+  if (err instanceof StoreError) return err;
+  const kind = (err as { kind?: unknown } | null)?.kind;
+  if (typeof kind === 'string' && STORE_ERROR_KINDS.has(kind)) {
+    return new StoreError(kind as StoreErrorKind, String((err as Error).message ?? err), { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new StoreError('unavailable', `store client failed: ${message}`, { cause: err });
+}

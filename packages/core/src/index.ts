@@ -1,0 +1,18 @@
+export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
+export type { EntryType, FileStat, DirEntry, FileSystem } from './file-system.js';
+export { errorCode, fsError } from './file-system.js';
+export type { StoreMemory, StoreClient } from './store-client.js';
+export {
+  MemoryConfigError,
+  MemoryMountError,
+  MemoryWriteRefusedError,
+  MemoryLifecycleError,
+  StoreError,
+  asStoreError,
+} from './errors.js';
+export type { MountErrorCode, StoreErrorKind } from './errors.js';
+export type { StoreSyncReport, SyncReport, FinalizeReport } from './reports.js';
+export * from './limits.js';
+export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
+export { tempFileName, isTempFileName } from './temp-files.js';
+export { sha256Hex } from './sha256.js';

@@ -1,0 +1,15 @@
+/** Limits and defaults of the memory-store service (SPEC 5). */
+export const MAX_STORES_PER_SESSION = 8;
+export const MAX_MEMORY_BYTES = 102_400;
+export const MAX_PATH_BYTES = 1_024;
+export const MAX_PATH_SEGMENTS = 20;
+export const MAX_INSTRUCTIONS_CHARS = 4_096;
+export const LIST_PAGE_SIZE = 100;
+export const LIST_PAGE_SIZE_WITH_CONTENT = 20;
+
+export const MOUNT_PREFIX = '/mnt/memory';
+export const MARKER_FILE = '.anthropic-memory-store';
+
+export const DEFAULT_SYNC_INTERVAL_S = 15;
+export const DEFAULT_DELETE_GRACE_S = 30;
+export const DEFAULT_FINAL_SYNC_TIMEOUT_S = 30;

@@ -1,0 +1,58 @@
+import type { FileSystem } from './file-system.js';
+import type { StoreClient } from './store-client.js';
+
+export type DeletionMode = 'enabled' | 'log_only' | 'disabled';
+export type Access = 'read_write' | 'read_only';
+
+/** A session resource, as the API returns it. */
+export interface MemoryStoreResource {
+  type: 'memory_store';
+  memory_store_id: string;
+  /** Display name, snapshotted at attach time. */
+  name?: string | null;
+  /** e.g. `/mnt/memory/user-preferences` */
+  mount_path?: string | null;
+  /** Default `read_write`. */
+  access?: Access | null;
+  description?: string;
+  /** At most 4,096 characters. */
+  instructions?: string | null;
+}
+
+/** Fields always carry `memory_store_id`, and `path` where one applies. */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface MemoryMounterOptions {
+  storeClient: StoreClient;
+  /** Default: `new NodeFileSystem()`. */
+  fileSystem?: FileSystem;
+  /** Where `/mnt/memory` lies on this host. Default `/mnt/memory`. */
+  memoryRoot?: string;
+  /** Seconds between syncs; a finite number > 0. Default 15. */
+  memory_sync_interval?: number;
+  /** Default `enabled`. */
+  memory_sync_deletions?: DeletionMode;
+  /** Seconds a file must stay missing before its remote delete is sent. Default 30. */
+  deleteGracePeriod?: number;
+  /** Seconds that bound the final sync and, separately, the flush. Default 30. */
+  finalSyncTimeout?: number;
+  /** Clock in ms. Default `Date.now`. */
+  now?: () => number;
+  /** Default: the `debug` package, namespaces `memory-mounter:*`. */
+  logger?: Logger;
+}
+
+export interface MountedStore {
+  memoryStoreId: string;
+  name: string;
+  /** Host path of the store directory. */
+  path: string;
+  /** The path as the agent sees it, e.g. `/mnt/memory/notes`. */
+  mountPath: string;
+  access: Access;
+}

@@ -1,0 +1,221 @@
+import { Semaphore } from 'async-mutex';
+import { asStoreError, StoreError } from './errors.js';
+import type { FileSystem } from './file-system.js';
+import { ensureFolders, hostPathOf, localNow, stillAsPlanned } from './local-io.js';
+import { readMarker } from './marker.js';
+import type { Action } from './plan.js';
+import type { StoreSyncReport } from './reports.js';
+import { sha256Hex } from './sha256.js';
+import type { StoreClient } from './store-client.js';
+import type { SyncState } from './sync-state.js';
+import type { Logger } from './types.js';
+import { decodeUtf8, encodeUtf8 } from './utf8.js';
+
+/**
+ * The executor: applies a plan through the two seams, with at most `concurrency` transfers in
+ * flight. Each action re-checks the disk right before it acts and, on success, moves the
+ * baseline for its own path only. Nothing here throws for a store, network or file problem:
+ * each is logged with the path and written to the report.
+ */
+export interface ApplyContext {
+  fs: FileSystem;
+  client: StoreClient;
+  memoryStoreId: string;
+  storeRoot: string;
+  /** Bound to the store: every line carries memory_store_id. */
+  logger: Logger;
+  state: SyncState;
+  report: StoreSyncReport;
+  /** Aborted when a time bound runs out: no new action starts, calls in flight are cancelled. */
+  signal: AbortSignal;
+  concurrency: number;
+}
+
+export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): Promise<void> {
+  const slots = new Semaphore(ctx.concurrency);
+  await Promise.all(
+    actions.map((action) =>
+      slots.runExclusive(async () => {
+        if (ctx.signal.aborted) {
+          ctx.report.cutOff.push(action.path);
+          return;
+        }
+        try {
+          await applyAction(ctx, action);
+        } catch (err) {
+          recordFailure(ctx, action, err);
+        }
+      }),
+    ),
+  );
+}
+
+function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
+  switch (action.type) {
+    case 'pull':
+      return pull(ctx, action);
+    case 'push':
+      return push(ctx, action);
+    case 'delete_local':
+      return deleteLocal(ctx, action);
+    case 'delete_remote':
+      return deleteRemote(ctx, action);
+    case 'adopt':
+      ctx.state.baseline.set(action.path, action.sha);
+      return;
+    case 'forget':
+      ctx.state.baseline.delete(action.path);
+      return;
+    case 'refuse':
+      ctx.state.refused.set(action.path, action.localSha);
+      ctx.report.refused.push({ path: action.path, reason: action.reason });
+      if (action.firstTime) ctx.logger.warn(`not pushed: file ${action.reason}`, { path: action.path });
+      return;
+    case 'keep_local': {
+      ctx.report.refused.push({ path: action.path, reason: 'read-only store: local changes are never pushed' });
+      const key = `keep:${action.path}:${action.localSha}`;
+      if (action.warn && !ctx.state.warned.has(key)) {
+        ctx.state.warned.add(key);
+        ctx.logger.warn('memory deleted in a read-only store; the local file is kept and never pushed', { path: action.path });
+      }
+      return;
+    }
+  }
+}
+
+async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
+  const { path } = action;
+  const memory = await ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal });
+  if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
+  const content = memory.content;
+  if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
+  const bytes = encodeUtf8(content);
+  const sha = sha256Hex(bytes);
+  if (sha !== memory.content_sha256) throw new StoreError('rejected', 'the store returned content that does not match its sha256');
+
+  const folderProblem = await ensureFolders(ctx.fs, ctx.storeRoot, path);
+  if (folderProblem) return skip(ctx, path, `not written: ${folderProblem}`);
+  const hostPath = hostPathOf(ctx.storeRoot, path);
+  const now = await localNow(ctx.fs, hostPath);
+  if (now.kind === 'other') return skip(ctx, path, `not written: ${hostPath} ${now.reason}`);
+  // The file changed after the scan: the planner has not seen this content, so it is not ours
+  // to overwrite. The next pass plans with it.
+  if (!stillAsPlanned(now, action.expectLocal)) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+
+  await ctx.fs.writeFile(hostPath, bytes, { mode: 0o600 });
+  ctx.state.baseline.set(path, sha);
+  ctx.state.refused.delete(path);
+  ctx.report.pulled.push(path);
+  if (action.reason === 'conflict') {
+    ctx.report.conflicts.push(path);
+    ctx.logger.warn('conflict: the file and the memory both changed; the store wins and the local edit is replaced', { path });
+  } else if (action.reason === 'restore') {
+    ctx.logger.warn('restored: the file was deleted locally but the memory changed in the store', { path });
+  }
+}
+
+async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>): Promise<void> {
+  const { path } = action;
+  const hostPath = hostPathOf(ctx.storeRoot, path);
+  const bytes = await ctx.fs.readFile(hostPath);
+  // Changed since the scan: push nothing the planner did not decide on; the next pass will.
+  if (sha256Hex(bytes) !== action.localSha) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  const content = decodeUtf8(bytes);
+  if (content === null) return skip(ctx, path, 'is not UTF-8 text');
+
+  const signal = ctx.signal;
+  try {
+    if (action.memoryId !== undefined) {
+      try {
+        await ctx.client.update(
+          ctx.memoryStoreId,
+          action.memoryId,
+          { content, expected_content_sha256: action.expectedRemoteSha! },
+          { signal },
+        );
+      } catch (err) {
+        // Deleted in the store since the listing: the file is the only copy, so re-create it.
+        if (asStoreError(err).kind !== 'not_found') throw err;
+        await ctx.client.create(ctx.memoryStoreId, { path, content }, { signal });
+      }
+    } else {
+      await ctx.client.create(ctx.memoryStoreId, { path, content }, { signal });
+    }
+  } catch (err) {
+    const storeError = asStoreError(err);
+    if (storeError.kind === 'unavailable') ctx.state.unknownWrites.set(path, action.localSha);
+    if (storeError.kind === 'rejected') {
+      ctx.state.refused.set(path, action.localSha);
+      ctx.report.refused.push({ path, reason: `rejected by the store: ${storeError.message}` });
+      ctx.logger.warn('the store rejected this file; it is not sent again until it changes', { path, error: storeError.message });
+      return;
+    }
+    throw storeError;
+  }
+  // The baseline takes the sha we sent: if the store normalised the content, its listing then
+  // differs from the baseline and the next pass pulls the store's version.
+  ctx.state.baseline.set(path, action.localSha);
+  ctx.state.unknownWrites.delete(path);
+  ctx.state.refused.delete(path);
+  ctx.report.pushed.push(path);
+}
+
+async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'delete_local' }>): Promise<void> {
+  const hostPath = hostPathOf(ctx.storeRoot, action.path);
+  if (!stillAsPlanned(await localNow(ctx.fs, hostPath), action.expectLocal)) {
+    return skip(ctx, action.path, 'changed on disk during the sync; not deleted');
+  }
+  await ctx.fs.rm(hostPath);
+  ctx.state.baseline.delete(action.path);
+  ctx.report.deletedLocal.push(action.path);
+}
+
+async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: 'delete_remote' }>): Promise<void> {
+  const { path } = action;
+  // The fresh re-check of SPEC 4.3: still missing (nothing at all there) and the marker intact.
+  if ((await ctx.fs.lstat(hostPathOf(ctx.storeRoot, path))) !== null) {
+    return skip(ctx, path, 'reappeared before its remote delete; not deleted');
+  }
+  if ((await readMarker(ctx.fs, ctx.storeRoot, ctx.memoryStoreId)) !== 'ok') {
+    ctx.report.pendingDeletions.push(path);
+    return skip(ctx, path, 'store marker failed its check; remote delete not sent');
+  }
+  if (action.mode === 'log_only') {
+    ctx.logger.info('log_only: would delete this memory in the store', { path });
+    return;
+  }
+  try {
+    await ctx.client.delete(ctx.memoryStoreId, action.memoryId, {
+      expected_content_sha256: action.expectedRemoteSha,
+      signal: ctx.signal,
+    });
+  } catch (err) {
+    // Already gone is what we wanted. A precondition failure means it changed in the store: it
+    // is kept there and the next pass restores it to disk.
+    if (asStoreError(err).kind !== 'not_found') throw err;
+  }
+  ctx.state.baseline.delete(path);
+  ctx.state.missingSince.delete(path);
+  ctx.report.deletedRemote.push(path);
+  ctx.logger.info('deleted in the store: the file was deleted locally', { path });
+}
+
+function skip(ctx: ApplyContext, path: string, reason: string): void {
+  ctx.report.skippedPaths.push({ path, reason });
+  ctx.logger.debug(reason, { path });
+}
+
+function recordFailure(ctx: ApplyContext, action: Action, err: unknown): void {
+  const isStore = err instanceof StoreError || (err as { kind?: unknown } | null)?.kind !== undefined;
+  if (ctx.signal.aborted) ctx.report.cutOff.push(action.path);
+  const message = err instanceof Error ? err.message : String(err);
+  if (isStore) {
+    const storeError = asStoreError(err);
+    ctx.report.errors.push({ path: action.path, operation: action.type, kind: storeError.kind, message });
+    const quiet = storeError.kind === 'precondition_failed' || storeError.kind === 'path_conflict';
+    ctx.logger[quiet ? 'info' : 'warn'](`${action.type} failed: ${storeError.kind}`, { path: action.path, error: message });
+  } else {
+    ctx.report.errors.push({ path: action.path, operation: action.type, kind: 'filesystem', message });
+    ctx.logger.warn(`${action.type} failed on disk`, { path: action.path, error: message });
+  }
+}

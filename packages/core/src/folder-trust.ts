@@ -1,0 +1,37 @@
+import type { LocalSnapshot } from './scan.js';
+
+/**
+ * Folder trust (SPEC 4.4), decided before the table runs: is this still the folder we made for
+ * this store, and is it in a state the table can be trusted with?
+ *
+ * - `distrusted` is sticky (the caller never syncs the folder again, nor removes it): someone
+ *   else's files are there, and the worker never adopts or deletes what it did not create.
+ * - `redownload`: nothing of the agent's is left to lose, so the folder is rebuilt from the store
+ *   with no deletes and no uploads. This is also how a wiped folder is kept from reading as
+ *   "the agent deleted every memory".
+ * - `unreadable`: this pass cannot tell; try again next pass.
+ */
+export type FolderVerdict =
+  | { kind: 'trusted' }
+  | { kind: 'distrusted'; reason: string }
+  | { kind: 'redownload'; reason: string }
+  | { kind: 'unreadable'; reason: string };
+
+export function assessFolder(snapshot: LocalSnapshot, baselineSize: number): FolderVerdict {
+  if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
+  if (snapshot.root === 'missing') return { kind: 'redownload', reason: 'the store folder is gone' };
+  const rootBlocked = snapshot.blocked.get('/');
+  if (rootBlocked) return { kind: 'unreadable', reason: `the store folder ${rootBlocked}` };
+  const hasEntries = snapshot.files.size > 0 || snapshot.blocked.size > 0;
+  if (snapshot.marker === 'foreign') return { kind: 'distrusted', reason: 'the marker names another store or is damaged' };
+  if (snapshot.marker === 'missing') {
+    return hasEntries
+      ? { kind: 'distrusted', reason: 'the marker is missing and files are present' }
+      : { kind: 'redownload', reason: 'the folder was emptied (marker gone, no files)' };
+  }
+  // Marker intact.
+  if (snapshot.files.size === 0 && baselineSize > 1) {
+    return { kind: 'redownload', reason: 'every memory file is gone at once (folder wiped)' };
+  }
+  return { kind: 'trusted' };
+}

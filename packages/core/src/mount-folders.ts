@@ -1,0 +1,113 @@
+import { posix } from 'node:path';
+import { MemoryMountError } from './errors.js';
+import { errorCode, type FileSystem } from './file-system.js';
+import { MOUNT_PREFIX } from './limits.js';
+import { writeMarker } from './marker.js';
+import type { MountedStore } from './types.js';
+
+/**
+ * Creating and removing the folders a mounter owns. The rule throughout: the worker never adopts
+ * or deletes what it did not create, so every folder made here is recorded, and only recorded
+ * folders are ever removed.
+ */
+
+/** A folder this mounter made: a store's folder, or one between `memoryRoot` and a nested store. */
+export interface CreatedFolder {
+  path: string;
+  /** Set for a store folder; absent for an in-between folder. */
+  store?: MountedStore;
+}
+
+const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR']);
+
+/** The operator prepares `memoryRoot`; say how when it is not usable. */
+export async function checkMemoryRoot(fs: FileSystem, memoryRoot: string): Promise<void> {
+  const stat = await fs.lstat(memoryRoot);
+  if (stat?.type === 'directory') return;
+  const found = stat ? `is a ${stat.type}, not a directory` : 'does not exist';
+  throw new MemoryMountError(
+    'mount_path_unwritable',
+    `memory root ${memoryRoot} ${found}. The operator prepares it once: ` +
+      `\`mkdir -p ${memoryRoot} && chown <worker user> ${memoryRoot}\` (it stands for ${MOUNT_PREFIX}).`,
+    { path: memoryRoot },
+  );
+}
+
+/**
+ * Creates the store's folder (and any folder between memoryRoot and it), mode 0700, with its
+ * marker. The store folder itself is made with a non-recursive mkdir: if two sessions race for
+ * one path, exactly one wins and the other gets `mount_path_exists`.
+ * Every folder created is appended to `created` as soon as it exists, so a failure part-way
+ * still lets the caller clean up.
+ */
+export async function createStoreFolder(
+  fs: FileSystem,
+  memoryRoot: string,
+  store: MountedStore,
+  created: CreatedFolder[],
+): Promise<void> {
+  const relative = posix.relative(memoryRoot, store.path).split('/');
+  let dir = memoryRoot;
+  for (const segment of relative.slice(0, -1)) {
+    dir = posix.join(dir, segment);
+    const stat = await fs.lstat(dir);
+    if (stat?.type === 'directory') continue;
+    if (stat) {
+      throw new MemoryMountError('mount_path_invalid', `store ${store.memoryStoreId}: ${dir} is a ${stat.type}, not a folder`, {
+        memoryStoreId: store.memoryStoreId,
+        path: dir,
+      });
+    }
+    await mkdirOwned(fs, dir, store);
+    created.push({ path: dir });
+  }
+  await mkdirOwned(fs, store.path, store);
+  created.push({ path: store.path, store });
+  await writeMarker(fs, store.path, store.memoryStoreId);
+}
+
+async function mkdirOwned(fs: FileSystem, path: string, store: MountedStore): Promise<void> {
+  try {
+    await fs.mkdir(path, { mode: 0o700 });
+  } catch (err) {
+    const code = errorCode(err);
+    const details = { memoryStoreId: store.memoryStoreId, path, cause: err };
+    if (code === 'EEXIST') {
+      throw new MemoryMountError(
+        'mount_path_exists',
+        `store ${store.memoryStoreId}: something is already at ${path} (${store.mountPath}). ` +
+          'The worker never adopts or deletes what it did not create: if it is left from an earlier ' +
+          'session that is over, remove it; otherwise give this store another mount_path.',
+        details,
+      );
+    }
+    if (code && UNWRITABLE_CODES.has(code)) {
+      throw new MemoryMountError(
+        'mount_path_unwritable',
+        `store ${store.memoryStoreId}: cannot create ${path} (${code}). Make the memory root writable ` +
+          `by the worker's user: \`mkdir -p <memoryRoot> && chown <worker user> <memoryRoot>\`.`,
+        details,
+      );
+    }
+    throw err;
+  }
+}
+
+export type RemovalOutcome = { removed: true } | { removed: false; reason: string };
+
+/**
+ * Removes one folder this mounter created. A store folder is removed whole (links inside are
+ * removed, never followed); an in-between folder only when empty, since another session's
+ * store may live in it now.
+ */
+export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder): Promise<RemovalOutcome> {
+  const stat = await fs.lstat(folder.path);
+  if (!stat) return { removed: false, reason: 'already gone' };
+  if (stat.type !== 'directory') return { removed: false, reason: `is now a ${stat.type}; left alone` };
+  try {
+    await fs.rm(folder.path, { recursive: folder.store !== undefined });
+    return { removed: true };
+  } catch (err) {
+    return { removed: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
+  }
+}

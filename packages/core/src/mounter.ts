@@ -1,0 +1,296 @@
+import { posix } from 'node:path';
+import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
+import type { FileSystem } from './file-system.js';
+import { storeLogger } from './logger.js';
+import { checkMemoryRoot, createStoreFolder, removeCreatedFolder, type CreatedFolder } from './mount-folders.js';
+import { isWithin } from './mount-path.js';
+import { NodeFileSystem } from './node-file-system.js';
+import { resolveOptions, type ResolvedOptions } from './options.js';
+import type { FinalizeReport, StoreSyncReport, SyncReport } from './reports.js';
+import { resolveMounts } from './resources.js';
+import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
+import type { MemoryMounterOptions, MountedStore } from './types.js';
+
+/** Transfers in flight per store within one pass. */
+const TRANSFERS_PER_STORE = 8;
+/** After a time bound aborts a pass, how long its calls get to wind down before being left. */
+const ABORT_SETTLE_MS = 1_000;
+
+/**
+ * Mounts a session's memory stores into a FileSystem and keeps them in sync with the store:
+ * `materialize` before the agent's first tool call, `reconcile` after tool calls, `finalize`
+ * when the session ends (SPEC 4).
+ *
+ * Invariant: at most one pass runs at a time. `reconcile` calls that arrive during a pass share
+ * it (`#running`) instead of queueing another, and `finalize` waits for it before its own passes.
+ */
+export class MemoryMounter {
+  readonly #options: ResolvedOptions;
+  #fs: FileSystem | undefined;
+  #stores: StoreSync[] = [];
+  #created: CreatedFolder[] = [];
+  #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
+  #lastSyncAt = 0;
+  #running: Promise<SyncReport> | null = null;
+
+  constructor(options: MemoryMounterOptions) {
+    this.#options = resolveOptions(options);
+    this.#fs = this.#options.fileSystem;
+  }
+
+  get mounts(): readonly MountedStore[] {
+    return this.#stores.map((s) => s.mount);
+  }
+
+  get roots(): readonly string[] {
+    return this.mounts.map((m) => m.path);
+  }
+
+  get readOnlyRoots(): readonly string[] {
+    return this.mounts.filter((m) => m.access === 'read_only').map((m) => m.path);
+  }
+
+  /**
+   * Creates each store's folder and downloads the store into it. All or nothing: on any failure
+   * every folder this call created is removed before the error is thrown.
+   */
+  async materialize(resources: readonly { type: string }[]): Promise<MountedStore[]> {
+    if (this.#phase !== 'new') {
+      throw new MemoryLifecycleError(
+        this.#phase === 'finalized' || this.#phase === 'finalizing' ? 'finalized' : 'already_materialized',
+        'materialize() runs once per MemoryMounter',
+      );
+    }
+    const { memoryRoot, logger } = this.#options;
+    const mounts = resolveMounts(resources, memoryRoot);
+    const fs = this.fileSystem();
+    this.#phase = 'materializing';
+    const created: CreatedFolder[] = [];
+    const stores = mounts.map(
+      (mount) =>
+        new StoreSync(mount, {
+          fs,
+          client: this.#options.storeClient,
+          logger: storeLogger(logger, mount.memoryStoreId),
+          deletionMode: this.#options.deletionMode,
+          concurrency: TRANSFERS_PER_STORE,
+        }),
+    );
+    try {
+      if (mounts.length > 0) await checkMemoryRoot(fs, memoryRoot);
+      for (const store of stores) await createStoreFolder(fs, memoryRoot, store.mount, created);
+      const never = new AbortController().signal;
+      const results = await Promise.allSettled(stores.map((store) => store.download(never)));
+      const failed = results.findIndex((r) => r.status === 'rejected');
+      if (failed >= 0) {
+        const store = stores[failed]!.mount;
+        const cause = (results[failed] as PromiseRejectedResult).reason;
+        throw new MemoryMountError(
+          'download_failed',
+          `store ${store.memoryStoreId} could not be downloaded into ${store.mountPath}: ${describe(cause)}`,
+          { memoryStoreId: store.memoryStoreId, path: store.mountPath, cause },
+        );
+      }
+    } catch (err) {
+      this.#phase = 'new';
+      await this.removeFolders(created, { removed: [], leftInPlace: [] }, false);
+      throw err;
+    }
+    this.#stores = stores;
+    this.#created = created;
+    this.#phase = 'mounted';
+    this.#lastSyncAt = this.#options.now();
+    for (const store of stores) {
+      logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
+    }
+    return [...this.mounts];
+  }
+
+  /**
+   * One sync of every store, if `memory_sync_interval` has passed since the last one (or `force`).
+   * Returns `null` when skipped. Never throws for store, network or file problems: they are in
+   * the report and the log.
+   */
+  reconcile(opts: { force?: boolean } = {}): Promise<SyncReport | null> {
+    if (this.#phase === 'finalizing' || this.#phase === 'finalized') {
+      return Promise.reject(new MemoryLifecycleError('finalized', 'reconcile() after finalize()'));
+    }
+    if (this.#phase !== 'mounted') {
+      return Promise.reject(new MemoryLifecycleError('not_materialized', 'reconcile() before materialize() finished'));
+    }
+    if (this.#running) return this.#running;
+    const started = this.#options.now();
+    if (!opts.force && started - this.#lastSyncAt < this.#options.syncIntervalMs) return Promise.resolve(null);
+    this.#lastSyncAt = started;
+    const run = this.syncAll(
+      { now: started, graceMs: this.#options.deleteGraceMs, pushOnly: false, signal: new AbortController().signal },
+      opts.force === true,
+    );
+    this.#running = run.finally(() => {
+      this.#running = null;
+    });
+    return this.#running;
+  }
+
+  /**
+   * Ends the session's mounts: `completed` runs a final sync (deletion grace waived) then a
+   * push-only flush; `aborted` only the flush. Each is bounded by `finalSyncTimeout`. Then the
+   * folders this mounter created are removed, unless their marker check fails.
+   */
+  async finalize(opts: { outcome?: 'completed' | 'aborted' } = {}): Promise<FinalizeReport> {
+    const outcome = opts.outcome ?? 'completed';
+    if (outcome !== 'completed' && outcome !== 'aborted') {
+      throw new TypeError(`finalize outcome must be 'completed' or 'aborted'; got ${JSON.stringify(outcome)}`);
+    }
+    if (this.#phase === 'finalizing' || this.#phase === 'finalized') {
+      throw new MemoryLifecycleError('finalized', 'finalize() was already called');
+    }
+    const wasMounted = this.#phase === 'mounted';
+    this.#phase = 'finalizing';
+    await this.#running?.catch(() => undefined);
+
+    const report: FinalizeReport = {
+      outcome,
+      sync: null,
+      flush: { startedAt: this.#options.now(), finishedAt: this.#options.now(), forced: true, stores: [] },
+      timedOut: { sync: false, flush: false },
+      removed: [],
+      leftInPlace: [],
+    };
+    if (wasMounted) {
+      if (outcome === 'completed') {
+        const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: false, signal }, true));
+        report.sync = result;
+        report.timedOut.sync = timedOut;
+      }
+      const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: true, signal }, true));
+      report.flush = result;
+      report.timedOut.flush = timedOut;
+      await this.removeFolders(this.#created, report, true);
+    }
+    this.#phase = 'finalized';
+    this.#options.logger.info('finalized', {
+      outcome,
+      removed: report.removed.length,
+      left_in_place: report.leftInPlace.length,
+      timed_out: report.timedOut,
+    });
+    return report;
+  }
+
+  /** Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7). */
+  checkWrite(hostPath: string): void {
+    const path = posix.resolve(hostPath);
+    const mount = this.mounts.find((m) => isWithin(m.path, path));
+    if (mount?.access === 'read_only') {
+      throw new MemoryWriteRefusedError(hostPath, 'read_only', `${hostPath} is in the read-only memory store mounted at ${mount.mountPath}`);
+    }
+    if (!mount && isWithin(this.#options.memoryRoot, path)) {
+      throw new MemoryWriteRefusedError(
+        hostPath,
+        'outside_store',
+        `${hostPath} is under the memory root ${this.#options.memoryRoot} but in no memory store; only store folders may be written there`,
+      );
+    }
+  }
+
+  private fileSystem(): FileSystem {
+    this.#fs ??= new NodeFileSystem();
+    return this.#fs;
+  }
+
+  /** One pass over every store in parallel; a failing store never stops the others. */
+  private async syncAll(pass: PassOptions, forced: boolean): Promise<SyncReport> {
+    const startedAt = this.#options.now();
+    const pending = this.#stores.map((store) => store.pass(pass));
+    let stores: StoreSyncReport[];
+    if (pass.signal.aborted) {
+      stores = await settleWithin(pending, this.#stores, ABORT_SETTLE_MS);
+    } else {
+      // If a time bound fires mid-pass, give the passes a moment to wind down, then leave them.
+      const aborted = new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
+      const all = Promise.all(pending);
+      const first = await Promise.race([all, aborted.then(() => null)]);
+      stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
+    }
+    const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
+    logSummary(this.#options.logger, report);
+    return report;
+  }
+
+  private async bounded<T>(work: (signal: AbortSignal) => Promise<T>): Promise<{ result: T; timedOut: boolean }> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('finalSyncTimeout elapsed')), this.#options.finalSyncTimeoutMs);
+    try {
+      const result = await work(controller.signal);
+      return { result, timedOut: controller.signal.aborted };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async removeFolders(
+    folders: readonly CreatedFolder[],
+    report: Pick<FinalizeReport, 'removed' | 'leftInPlace'>,
+    checkTrust: boolean,
+  ): Promise<void> {
+    const fs = this.fileSystem();
+    // Deepest first: store folders before the folders that hold them.
+    for (const folder of [...folders].reverse()) {
+      const store = folder.store && this.#stores.find((s) => s.mount.memoryStoreId === folder.store!.memoryStoreId);
+      if (checkTrust && store) {
+        const refusal = await store.removalRefusal();
+        if (refusal) {
+          report.leftInPlace.push({ path: folder.path, reason: refusal });
+          this.#options.logger.warn(`store folder left in place: ${refusal}`, { memory_store_id: store.mount.memoryStoreId, path: folder.path });
+          continue;
+        }
+      }
+      const outcome = await removeCreatedFolder(fs, folder);
+      if (outcome.removed) report.removed.push(folder.path);
+      else if (outcome.reason !== 'already gone') report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
+    }
+  }
+}
+
+/** Reports of the passes that finish within `ms`; the others are recorded as cut off. */
+async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSync[], ms: number): Promise<StoreSyncReport[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  try {
+    return await Promise.all(
+      pending.map(async (p, i) => {
+        const report = await Promise.race([p, late]);
+        if (report) return report;
+        const cut = emptyReport(stores[i]!.mount);
+        cut.status = 'skipped';
+        cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
+        return cut;
+      }),
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function logSummary(logger: ResolvedOptions['logger'], report: SyncReport): void {
+  for (const s of report.stores) {
+    const counts = {
+      memory_store_id: s.memoryStoreId,
+      status: s.status,
+      pulled: s.pulled.length,
+      pushed: s.pushed.length,
+      deleted_local: s.deletedLocal.length,
+      deleted_remote: s.deletedRemote.length,
+      conflicts: s.conflicts.length,
+      errors: s.errors.length,
+    };
+    logger.debug('store synced', counts);
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

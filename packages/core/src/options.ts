@@ -1,0 +1,87 @@
+import { posix } from 'node:path';
+import { MemoryConfigError } from './errors.js';
+import type { FileSystem } from './file-system.js';
+import {
+  DEFAULT_DELETE_GRACE_S,
+  DEFAULT_FINAL_SYNC_TIMEOUT_S,
+  DEFAULT_SYNC_INTERVAL_S,
+  MOUNT_PREFIX,
+} from './limits.js';
+import { debugLogger } from './logger.js';
+import type { StoreClient } from './store-client.js';
+import type { DeletionMode, Logger, MemoryMounterOptions } from './types.js';
+
+/** Options after validation, with defaults applied and durations in milliseconds. */
+export interface ResolvedOptions {
+  storeClient: StoreClient;
+  /** Undefined until first needed, so a host that passes its own never builds a NodeFileSystem. */
+  fileSystem: FileSystem | undefined;
+  memoryRoot: string;
+  syncIntervalMs: number;
+  deletionMode: DeletionMode;
+  deleteGraceMs: number;
+  finalSyncTimeoutMs: number;
+  now: () => number;
+  logger: Logger;
+}
+
+const DELETION_MODES: readonly DeletionMode[] = ['enabled', 'log_only', 'disabled'];
+
+/** Checks every option and throws MemoryConfigError naming the first one at fault. */
+export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw new MemoryConfigError('MemoryMounter needs an options object');
+  const { storeClient, fileSystem, logger } = options;
+  if (!hasMethods(storeClient, ['list', 'get', 'create', 'update', 'delete'])) {
+    throw new MemoryConfigError('storeClient must implement StoreClient (list, get, create, update, delete)', 'storeClient');
+  }
+  if (fileSystem !== undefined && !hasMethods(fileSystem, ['lstat', 'readdir', 'readFile', 'writeFile', 'mkdir', 'rm', 'rename'])) {
+    throw new MemoryConfigError('fileSystem must implement FileSystem', 'fileSystem');
+  }
+  if (logger !== undefined && !hasMethods(logger, ['debug', 'info', 'warn', 'error'])) {
+    throw new MemoryConfigError('logger must have debug, info, warn and error methods', 'logger');
+  }
+  if (options.now !== undefined && typeof options.now !== 'function') {
+    throw new MemoryConfigError('now must be a function returning milliseconds', 'now');
+  }
+  const deletionMode = options.memory_sync_deletions ?? 'enabled';
+  if (!DELETION_MODES.includes(deletionMode)) {
+    throw new MemoryConfigError(
+      `memory_sync_deletions must be one of ${DELETION_MODES.join(', ')}; got ${JSON.stringify(deletionMode)}`,
+      'memory_sync_deletions',
+    );
+  }
+  return {
+    storeClient,
+    fileSystem,
+    memoryRoot: resolveMemoryRoot(options.memoryRoot ?? MOUNT_PREFIX),
+    syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
+    deletionMode,
+    deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
+    finalSyncTimeoutMs: seconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout', false) * 1000,
+    now: options.now ?? Date.now,
+    logger: logger ?? debugLogger(),
+  };
+}
+
+function seconds(value: unknown, fallback: number, option: string, zeroAllowed: boolean): number {
+  if (value === undefined) return fallback;
+  const ok = typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
+  if (!ok) {
+    const bound = zeroAllowed ? '>= 0' : '> 0';
+    throw new MemoryConfigError(`${option} must be a finite number of seconds ${bound}; got ${String(value)}`, option);
+  }
+  return value as number;
+}
+
+function resolveMemoryRoot(root: unknown): string {
+  if (typeof root !== 'string' || !root.startsWith('/') || root.includes('\0')) {
+    throw new MemoryConfigError(`memoryRoot must be an absolute POSIX path; got ${JSON.stringify(root)}`, 'memoryRoot');
+  }
+  const normalised = posix.normalize(root);
+  return normalised.length > 1 && normalised.endsWith('/') ? normalised.slice(0, -1) : normalised;
+}
+
+function hasMethods(value: unknown, names: readonly string[]): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return names.every((name) => typeof (value as Record<string, unknown>)[name] === 'function');
+}

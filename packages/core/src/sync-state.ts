@@ -1,0 +1,30 @@
+/**
+ * What the engine remembers about one store between passes. Only the executor moves it, and
+ * only for what was really applied, path by path: a failed transfer leaves its path as it was,
+ * so the next pass sees the same difference and decides again.
+ */
+export interface SyncState {
+  /** path -> sha both sides held after the last successful transfer (or download). */
+  baseline: Map<string, string>;
+  /** path -> clock (ms) when a file went missing while its memory was unchanged. */
+  missingSince: Map<string, number>;
+  /** path -> sha of local content the store refused or that can never be pushed. */
+  refused: Map<string, string>;
+  /** path -> sha sent by a write whose outcome is unknown (`unavailable`). */
+  unknownWrites: Map<string, string>;
+  /** Keys of warnings already given, so a lasting condition is warned once, not every pass. */
+  warned: Set<string>;
+  /** Set once the folder fails the trust check; never cleared (SPEC 4.4). */
+  distrusted: string | null;
+}
+
+export function emptySyncState(): SyncState {
+  return {
+    baseline: new Map(),
+    missingSince: new Map(),
+    refused: new Map(),
+    unknownWrites: new Map(),
+    warned: new Set(),
+    distrusted: null,
+  };
+}

@@ -1,0 +1,103 @@
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { NodeFileSystem, MemoryMounter, type FileSystem, type Logger, type MemoryMounterOptions } from '@memory-mounter/core';
+
+/**
+ * A mounter wired to an in-memory store, a test clock and a recording logger, on either an
+ * in-memory filesystem or a real temp dir, so each behaviour can be checked on both.
+ */
+export type DiskKind = 'memfs' | 'node';
+export const DISKS: DiskKind[] = ['memfs', 'node'];
+
+export interface LogLine {
+  level: keyof Logger;
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+export class RecordingLogger implements Logger {
+  readonly lines: LogLine[] = [];
+  debug = (msg: string, fields: Record<string, unknown> = {}) => void this.lines.push({ level: 'debug', msg, fields });
+  info = (msg: string, fields: Record<string, unknown> = {}) => void this.lines.push({ level: 'info', msg, fields });
+  warn = (msg: string, fields: Record<string, unknown> = {}) => void this.lines.push({ level: 'warn', msg, fields });
+  error = (msg: string, fields: Record<string, unknown> = {}) => void this.lines.push({ level: 'error', msg, fields });
+  warnings(): LogLine[] {
+    return this.lines.filter((l) => l.level === 'warn');
+  }
+}
+
+export interface Harness {
+  fs: FileSystem;
+  /** Host path standing for /mnt/memory. */
+  memoryRoot: string;
+  client: InMemoryStoreClient;
+  logger: RecordingLogger;
+  clock: { now: number; advance(seconds: number): void };
+  mounter(options?: Partial<MemoryMounterOptions>): MemoryMounter;
+  write(path: string, content: string | Uint8Array): Promise<void>;
+  read(path: string): Promise<string | null>;
+  exists(path: string): Promise<boolean>;
+  remove(path: string): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function makeHarness(kind: DiskKind): Promise<Harness> {
+  let fs: FileSystem;
+  let memoryRoot: string;
+  let base: string | undefined;
+  if (kind === 'memfs') {
+    fs = new MemfsFileSystem({ '/host/mnt/memory': null });
+    memoryRoot = '/host/mnt/memory';
+  } else {
+    base = await realpath(await mkdtemp(join(tmpdir(), 'mm-test-')));
+    memoryRoot = join(base, 'mnt-memory');
+    fs = new NodeFileSystem();
+    await fs.mkdir(memoryRoot, { recursive: true });
+  }
+  const client = new InMemoryStoreClient();
+  const logger = new RecordingLogger();
+  const clock = {
+    now: 1_000_000,
+    advance(seconds: number) {
+      clock.now += seconds * 1000;
+    },
+  };
+  const encoder = new TextEncoder();
+  return {
+    fs,
+    memoryRoot,
+    client,
+    logger,
+    clock,
+    mounter: (options = {}) =>
+      new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot, now: () => clock.now, logger, ...options }),
+    write: async (path, content) => {
+      const data = typeof content === 'string' ? encoder.encode(content) : content;
+      const dir = path.slice(0, path.lastIndexOf('/'));
+      await fs.mkdir(dir, { recursive: true });
+      await fs.writeFile(path, data);
+    },
+    read: async (path) => {
+      try {
+        return new TextDecoder().decode(await fs.readFile(path));
+      } catch {
+        return null;
+      }
+    },
+    exists: async (path) => (await fs.lstat(path)) !== null,
+    remove: (path) => fs.rm(path, { recursive: true }),
+    cleanup: async () => {
+      if (base) await rm(base, { recursive: true, force: true });
+    },
+  };
+}
+
+export const STORE = 'memstore_notes';
+export const notesResource = (over: Record<string, unknown> = {}) => ({
+  type: 'memory_store',
+  memory_store_id: STORE,
+  name: 'Notes',
+  ...over,
+});

@@ -1,0 +1,286 @@
+import { describe, expect, it } from 'vitest';
+import { classify, deleteCap, planStore, settleUnknownWrites, type PlanInput } from '../src/plan.js';
+import type { LocalFile } from '../src/scan.js';
+
+// One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
+// edit, R a remote edit.
+const P = '/n.md';
+const ID = 'mem_1';
+
+interface Sides {
+  b?: string;
+  l?: string;
+  r?: string;
+}
+
+function input({ b, l, r }: Sides, over: Partial<PlanInput> = {}): PlanInput {
+  return {
+    access: 'read_write',
+    deletionMode: 'enabled',
+    now: 100_000,
+    graceMs: 30_000,
+    pushOnly: false,
+    baseline: new Map(b ? [[P, b]] : []),
+    localFiles: new Map<string, LocalFile>(l ? [[P, { sha: l, size: 1 }]] : []),
+    localBlocked: new Map(),
+    remote: new Map(r ? [[P, { id: ID, sha: r }]] : []),
+    missingSince: new Map(),
+    refused: new Map(),
+    ...over,
+  };
+}
+
+const rw = (sides: Sides, over: Partial<PlanInput> = {}) => planStore(input(sides, over));
+const ro = (sides: Sides, over: Partial<PlanInput> = {}) => planStore(input(sides, { access: 'read_only', ...over }));
+
+describe('classify: every row of the SPEC 4.2 table', () => {
+  it.each([
+    ['B', 'B', 'B', 'unchanged'],
+    ['B', 'L', 'B', 'local_changed'],
+    ['B', 'B', 'R', 'remote_changed'],
+    ['B', 'X', 'X', 'both_changed_same'],
+    ['B', 'L', 'R', 'both_changed_differ'],
+    ['B', undefined, 'B', 'local_missing'],
+    ['B', undefined, 'R', 'local_missing_remote_changed'],
+    ['B', undefined, undefined, 'both_missing'],
+    ['B', 'B', undefined, 'remote_missing'],
+    ['B', 'L', undefined, 'remote_missing_local_edited'],
+    [undefined, 'L', undefined, 'new_local'],
+    [undefined, undefined, 'R', 'new_remote'],
+    [undefined, 'X', 'X', 'both_changed_same'],
+    [undefined, 'L', 'R', 'both_changed_differ'],
+  ] as const)('B=%s L=%s R=%s is %s', (b, l, r, row) => {
+    expect(classify(b, l, r)).toBe(row);
+  });
+});
+
+describe('planStore, read_write, row by row', () => {
+  it('L = B = R: nothing', () => {
+    expect(rw({ b: 'B', l: 'B', r: 'B' }).actions).toEqual([]);
+  });
+
+  it('only L changed: update with expected_content_sha256 = R', () => {
+    expect(rw({ b: 'B', l: 'L', r: 'B' }).actions).toEqual([
+      { type: 'push', path: P, localSha: 'L', memoryId: ID, expectedRemoteSha: 'B', reason: 'local_changed' },
+    ]);
+  });
+
+  it('only R changed: pull R, expecting the file still at B', () => {
+    expect(rw({ b: 'B', l: 'B', r: 'R' }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: 'B', reason: 'remote_changed' },
+    ]);
+  });
+
+  it('both changed, L = R: adopt without transfer', () => {
+    expect(rw({ b: 'B', l: 'X', r: 'X' }).actions).toEqual([{ type: 'adopt', path: P, sha: 'X' }]);
+  });
+
+  it('both changed, L != R: the store wins (pull marked as conflict)', () => {
+    expect(rw({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: 'L', reason: 'conflict' },
+    ]);
+  });
+
+  it('L missing, R = B: a deletion candidate, not sent within the grace period', () => {
+    const plan = rw({ b: 'B', r: 'B' });
+    expect(plan.actions).toEqual([]);
+    expect(plan.pendingDeletions).toEqual([P]);
+    expect(plan.missingSince.get(P)).toBe(100_000);
+  });
+
+  it('L missing, R changed: restore R', () => {
+    expect(rw({ b: 'B', r: 'R' }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: null, reason: 'restore' },
+    ]);
+  });
+
+  it('L missing, R missing: drop from the baseline', () => {
+    expect(rw({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
+  });
+
+  it('R missing, L = B: delete the local file, re-checked against B', () => {
+    expect(rw({ b: 'B', l: 'B' }).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  });
+
+  it('R missing, L edited: re-create the memory from the file', () => {
+    expect(rw({ b: 'B', l: 'L' }).actions).toEqual([{ type: 'push', path: P, localSha: 'L', reason: 'recreate' }]);
+  });
+
+  it('new local file: create', () => {
+    expect(rw({ l: 'L' }).actions).toEqual([{ type: 'push', path: P, localSha: 'L', reason: 'new_local' }]);
+  });
+
+  it('new remote memory: pull', () => {
+    expect(rw({ r: 'R' }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: null, reason: 'new_remote' },
+    ]);
+  });
+});
+
+describe('planStore, read_only, row by row', () => {
+  it('L = B = R: nothing', () => {
+    expect(ro({ b: 'B', l: 'B', r: 'B' }).actions).toEqual([]);
+  });
+
+  it('only L changed: keep local, never push', () => {
+    expect(ro({ b: 'B', l: 'L', r: 'B' }).actions).toEqual([{ type: 'keep_local', path: P, localSha: 'L', warn: false }]);
+  });
+
+  it('only R changed: pull', () => {
+    expect(ro({ b: 'B', l: 'B', r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'remote_changed' }]);
+  });
+
+  it('both changed, L = R: adopt', () => {
+    expect(ro({ b: 'B', l: 'X', r: 'X' }).actions).toEqual([{ type: 'adopt', path: P, sha: 'X' }]);
+  });
+
+  it('both changed, L != R: pull R (store wins)', () => {
+    expect(ro({ b: 'B', l: 'L', r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'conflict' }]);
+  });
+
+  it('L missing, R = B: nothing, the file stays gone, never a candidate', () => {
+    const plan = ro({ b: 'B', r: 'B' }, { missingSince: new Map([[P, 0]]) });
+    expect(plan.actions).toEqual([]);
+    expect(plan.pendingDeletions).toEqual([]);
+    expect(plan.missingSince.size).toBe(0);
+  });
+
+  it('L missing, R changed: restore', () => {
+    expect(ro({ b: 'B', r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'restore' }]);
+  });
+
+  it('L missing, R missing: drop', () => {
+    expect(ro({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
+  });
+
+  it('R missing, L = B: delete local', () => {
+    expect(ro({ b: 'B', l: 'B' }).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  });
+
+  it('R missing, L edited: keep the file, warn, never push', () => {
+    expect(ro({ b: 'B', l: 'L' }).actions).toEqual([{ type: 'keep_local', path: P, localSha: 'L', warn: true }]);
+  });
+
+  it('new local file: never push', () => {
+    expect(ro({ l: 'L' }).actions).toEqual([{ type: 'keep_local', path: P, localSha: 'L', warn: false }]);
+  });
+
+  it('new remote memory: pull', () => {
+    expect(ro({ r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'new_remote' }]);
+  });
+
+  it('never deletes remotely whatever the deletion mode', () => {
+    for (const deletionMode of ['enabled', 'log_only', 'disabled'] as const) {
+      const plan = ro({ b: 'B', r: 'B' }, { deletionMode, graceMs: 0 });
+      expect(plan.actions.filter((a) => a.type === 'delete_remote')).toEqual([]);
+    }
+  });
+});
+
+describe('planStore: deletions (SPEC 4.3)', () => {
+  const missingFor = (ms: number) => ({ missingSince: new Map([[P, 100_000 - ms]]) });
+
+  it('sends the delete once the file has been missing for the grace period, guarded by B', () => {
+    expect(rw({ b: 'B', r: 'B' }, missingFor(29_999)).actions).toEqual([]);
+    expect(rw({ b: 'B', r: 'B' }, missingFor(30_000)).actions).toEqual([
+      { type: 'delete_remote', path: P, memoryId: ID, expectedRemoteSha: 'B', mode: 'send' },
+    ]);
+  });
+
+  it('keeps the first-missing time across passes', () => {
+    expect(rw({ b: 'B', r: 'B' }, missingFor(10_000)).missingSince.get(P)).toBe(90_000);
+  });
+
+  it('a file that reappears leaves the candidate list', () => {
+    expect(rw({ b: 'B', l: 'B', r: 'B' }, missingFor(10_000)).missingSince.size).toBe(0);
+  });
+
+  it('graceMs 0 (final sync) sends at once', () => {
+    expect(rw({ b: 'B', r: 'B' }, { graceMs: 0 }).actions).toMatchObject([{ type: 'delete_remote', mode: 'send' }]);
+  });
+
+  it('log_only plans the delete as log-only, every pass, and keeps it pending', () => {
+    const plan = rw({ b: 'B', r: 'B' }, { deletionMode: 'log_only', ...missingFor(60_000) });
+    expect(plan.actions).toMatchObject([{ type: 'delete_remote', mode: 'log_only' }]);
+    expect(plan.pendingDeletions).toEqual([P]);
+  });
+
+  it('disabled never plans a delete', () => {
+    const plan = rw({ b: 'B', r: 'B' }, { deletionMode: 'disabled', ...missingFor(600_000) });
+    expect(plan.actions).toEqual([]);
+    expect(plan.pendingDeletions).toEqual([P]);
+  });
+
+  it('caps remote deletes per pass at clamp(floor(baseline/4), 8, 50)', () => {
+    expect([0, 7, 32, 33, 40, 200, 1000].map(deleteCap)).toEqual([8, 8, 8, 8, 10, 50, 50]);
+    const paths = Array.from({ length: 60 }, (_, i) => `/f${String(i).padStart(2, '0')}.md`);
+    const plan = planStore({
+      ...input({}),
+      graceMs: 0,
+      baseline: new Map(paths.map((p) => [p, 'B'])),
+      remote: new Map(paths.map((p, i) => [p, { id: `mem_${i}`, sha: 'B' }])),
+    });
+    expect(plan.actions.filter((a) => a.type === 'delete_remote')).toHaveLength(15);
+    expect(plan.pendingDeletions).toHaveLength(45);
+  });
+
+  it('uploads and pulls are unaffected by the mode', () => {
+    for (const deletionMode of ['enabled', 'log_only', 'disabled'] as const) {
+      expect(rw({ l: 'L' }, { deletionMode }).actions).toMatchObject([{ type: 'push' }]);
+      expect(rw({ r: 'R' }, { deletionMode }).actions).toMatchObject([{ type: 'pull' }]);
+    }
+  });
+});
+
+describe('planStore: refusals, blocked paths, push-only flush', () => {
+  it('unpushable content is refused with its reason, warned the first time only', () => {
+    const local = new Map([[P, { sha: 'L', size: 200_000, unpushable: 'is larger than 102400 bytes' }]]);
+    const first = rw({}, { localFiles: local });
+    expect(first.actions).toEqual([{ type: 'refuse', path: P, localSha: 'L', reason: 'is larger than 102400 bytes', firstTime: true }]);
+    const again = rw({}, { localFiles: local, refused: new Map([[P, 'L']]) });
+    expect(again.actions).toMatchObject([{ type: 'refuse', firstTime: false }]);
+  });
+
+  it('content the store rejected is not retried until it changes', () => {
+    expect(rw({ l: 'L' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'refuse', firstTime: false }]);
+    expect(rw({ l: 'L2' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'push', localSha: 'L2' }]);
+  });
+
+  it('a path the scan could not see (or under such a folder) is left alone, not read as deleted', () => {
+    const blockedFile = rw({ b: 'B', r: 'B' }, { localBlocked: new Map([[P, 'is a symlink']]), graceMs: 0 });
+    expect(blockedFile.actions).toEqual([]);
+    expect(blockedFile.skipped).toEqual([{ path: P, reason: 'is a symlink' }]);
+    const nested = planStore({
+      ...input({}),
+      graceMs: 0,
+      baseline: new Map([['/d/n.md', 'B']]),
+      remote: new Map([['/d/n.md', { id: ID, sha: 'B' }]]),
+      localBlocked: new Map([['/d', 'folder could not be read (EACCES)']]),
+    });
+    expect(nested.actions).toEqual([]);
+    expect(nested.pendingDeletions).toEqual([]);
+  });
+
+  it('push-only: pushes only, no pulls, deletes or baseline moves, candidates kept', () => {
+    const pushOnly = { pushOnly: true, graceMs: 0 };
+    expect(rw({ b: 'B', l: 'L', r: 'B' }, pushOnly).actions).toMatchObject([{ type: 'push' }]);
+    expect(rw({ b: 'B', l: 'L' }, pushOnly).actions).toMatchObject([{ type: 'push', reason: 'recreate' }]);
+    for (const sides of [{ b: 'B', l: 'B', r: 'R' }, { r: 'R' }, { b: 'B', r: 'B' }, { b: 'B', l: 'B' }, { b: 'B', l: 'X', r: 'X' }, { b: 'B' }]) {
+      expect(rw(sides, pushOnly).actions).toEqual([]);
+    }
+    expect(rw({ b: 'B', r: 'B' }, { ...pushOnly, missingSince: new Map([[P, 5]]) }).missingSince.get(P)).toBe(5);
+  });
+});
+
+describe('settleUnknownWrites', () => {
+  it('a memory holding exactly the sha we sent is our write: the baseline takes it', () => {
+    const remote = new Map([[P, { id: ID, sha: 'L' }]]);
+    expect(settleUnknownWrites(new Map([[P, 'B']]), new Map([[P, 'L']]), remote).get(P)).toBe('L');
+  });
+
+  it('anything else leaves the baseline for the table to decide', () => {
+    const remote = new Map([[P, { id: ID, sha: 'R' }]]);
+    expect(settleUnknownWrites(new Map([[P, 'B']]), new Map([[P, 'L']]), remote).get(P)).toBe('B');
+    expect(settleUnknownWrites(new Map(), new Map([[P, 'L']]), new Map()).has(P)).toBe(false);
+  });
+});

@@ -1,0 +1,266 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+
+describe.each(DISKS)('reconcile on %s', (disk) => {
+  let h: Harness;
+  let dir: string;
+  beforeEach(async () => {
+    h = await makeHarness(disk);
+    dir = `${h.memoryRoot}/notes`;
+  });
+  afterEach(() => h.cleanup());
+
+  async function mounted(files: Record<string, string> = { '/a.md': 'alpha', '/d/b.md': 'beta' }, opts = {}) {
+    h.client.seed(STORE, files);
+    const mounter = h.mounter(opts);
+    await mounter.materialize([notesResource()]);
+    return mounter;
+  }
+
+  it('does nothing when nothing changed, and fetches nothing', async () => {
+    const m = await mounted();
+    const gets = h.client.count('get');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]).toMatchObject({ status: 'synced', pulled: [], pushed: [], deletedLocal: [], deletedRemote: [] });
+    expect(h.client.count('get')).toBe(gets);
+    expect(h.client.count('update') + h.client.count('create') + h.client.count('delete')).toBe(0);
+  });
+
+  it('pushes a local edit as an update guarded by the remote sha', async () => {
+    const m = await mounted();
+    await h.write(`${dir}/a.md`, 'alpha 2');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.pushed).toEqual(['/a.md']);
+    expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha 2');
+    expect(h.client.requests.filter((r) => r.op === 'update')).toHaveLength(1);
+  });
+
+  it('creates a memory for a new local file, nested folders included', async () => {
+    const m = await mounted();
+    await h.write(`${dir}/new/deep/c.md`, 'gamma');
+    await m.reconcile({ force: true });
+    expect(h.client.snapshot(STORE)['/new/deep/c.md']).toBe('gamma');
+  });
+
+  it('pulls a remote edit and a new remote memory, fetching only those', async () => {
+    const m = await mounted();
+    h.client.putAs(STORE, '/a.md', 'alpha from elsewhere');
+    h.client.putAs(STORE, '/e/f.md', 'new');
+    const gets = h.client.count('get');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.pulled.sort()).toEqual(['/a.md', '/e/f.md']);
+    expect(h.client.count('get') - gets).toBe(2);
+    expect(await h.read(`${dir}/a.md`)).toBe('alpha from elsewhere');
+    expect(await h.read(`${dir}/e/f.md`)).toBe('new');
+  });
+
+  it('both changed to the same content: adopted with no transfer', async () => {
+    const m = await mounted();
+    h.client.putAs(STORE, '/a.md', 'same');
+    await h.write(`${dir}/a.md`, 'same');
+    const before = h.client.requests.length;
+    await m.reconcile({ force: true });
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['list']);
+    await m.reconcile({ force: true });
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['list', 'list']);
+  });
+
+  it('conflict: the store wins, with a warning naming the path and the store', async () => {
+    const m = await mounted();
+    h.client.putAs(STORE, '/a.md', 'remote edit');
+    await h.write(`${dir}/a.md`, 'local edit');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.conflicts).toEqual(['/a.md']);
+    expect(await h.read(`${dir}/a.md`)).toBe('remote edit');
+    expect(h.client.snapshot(STORE)['/a.md']).toBe('remote edit');
+    const warning = h.logger.warnings().find((w) => w.msg.includes('conflict'));
+    expect(warning?.fields).toMatchObject({ memory_store_id: STORE, path: '/a.md' });
+  });
+
+  it('a memory deleted in the store is deleted locally when the file was untouched', async () => {
+    const m = await mounted();
+    h.client.removeAs(STORE, '/a.md');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.deletedLocal).toEqual(['/a.md']);
+    expect(await h.exists(`${dir}/a.md`)).toBe(false);
+  });
+
+  it('a memory deleted in the store but edited locally is re-created from the file', async () => {
+    const m = await mounted();
+    h.client.removeAs(STORE, '/a.md');
+    await h.write(`${dir}/a.md`, 'only copy');
+    await m.reconcile({ force: true });
+    expect(h.client.snapshot(STORE)['/a.md']).toBe('only copy');
+    expect(await h.read(`${dir}/a.md`)).toBe('only copy');
+  });
+
+  it('a file deleted locally while its memory changed remotely is restored', async () => {
+    const m = await mounted();
+    await h.remove(`${dir}/a.md`);
+    h.client.putAs(STORE, '/a.md', 'changed remotely');
+    await m.reconcile({ force: true });
+    expect(await h.read(`${dir}/a.md`)).toBe('changed remotely');
+    expect(h.client.count('delete')).toBe(0);
+  });
+
+  it('gone on both sides: dropped from the baseline, nothing sent', async () => {
+    const m = await mounted();
+    await h.remove(`${dir}/a.md`);
+    h.client.removeAs(STORE, '/a.md');
+    await m.reconcile({ force: true });
+    // Re-created remotely later, it is a plain new memory: pulled, not a conflict.
+    h.client.putAs(STORE, '/a.md', 'back');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.pulled).toEqual(['/a.md']);
+    expect(report!.stores[0]!.conflicts).toEqual([]);
+  });
+
+  describe('throttling', () => {
+    it('returns null until memory_sync_interval has passed since the last sync (materialize counts)', async () => {
+      const m = await mounted(undefined, { memory_sync_interval: 15 });
+      h.clock.advance(14);
+      expect(await m.reconcile()).toBeNull();
+      h.clock.advance(1);
+      expect(await m.reconcile()).not.toBeNull();
+      h.clock.advance(5);
+      expect(await m.reconcile()).toBeNull();
+      expect(await m.reconcile({ force: true })).not.toBeNull();
+    });
+
+    it('concurrent calls share one run', async () => {
+      const m = await mounted();
+      const lists = h.client.count('list');
+      const [a, b, c] = await Promise.all([m.reconcile({ force: true }), m.reconcile({ force: true }), m.reconcile()]);
+      expect(a).toBe(b);
+      expect(b).toBe(c);
+      expect(h.client.count('list') - lists).toBe(1);
+    });
+  });
+
+  describe('store errors', () => {
+    it('precondition_failed on a push drops it; the next sync pulls the winner', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'mine');
+      h.client.failNext('update', 'precondition_failed');
+      const first = await m.reconcile({ force: true });
+      expect(first!.stores[0]!.pushed).toEqual([]);
+      expect(first!.stores[0]!.errors).toMatchObject([{ path: '/a.md', kind: 'precondition_failed' }]);
+      h.client.putAs(STORE, '/a.md', 'winner');
+      await m.reconcile({ force: true });
+      expect(await h.read(`${dir}/a.md`)).toBe('winner');
+    });
+
+    it('not_found on update re-creates the memory', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'mine');
+      // Another writer deletes the memory between our listing and our update.
+      const update = h.client.update.bind(h.client);
+      h.client.update = (...args) => {
+        h.client.removeAs(STORE, '/a.md');
+        return update(...args);
+      };
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.pushed).toEqual(['/a.md']);
+      expect(h.client.count('create')).toBe(1);
+    });
+
+    it('path_conflict on create: the next listing decides (store wins on different content)', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/n.md`, 'mine');
+      // Another writer creates the same path between our listing and our create.
+      const create = h.client.create.bind(h.client);
+      h.client.create = (...args) => {
+        h.client.putAs(STORE, '/n.md', 'theirs');
+        return create(...args);
+      };
+      const first = await m.reconcile({ force: true });
+      expect(first!.stores[0]!.errors).toMatchObject([{ path: '/n.md', kind: 'path_conflict' }]);
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.conflicts).toEqual(['/n.md']);
+      expect(await h.read(`${dir}/n.md`)).toBe('theirs');
+    });
+
+    it('rejected: warned once, not retried until the file changes', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'refused');
+      h.client.failNext('update', 'rejected');
+      await m.reconcile({ force: true });
+      await m.reconcile({ force: true });
+      expect(h.client.count('update')).toBe(1);
+      expect(h.logger.warnings().filter((w) => w.msg.includes('rejected'))).toHaveLength(1);
+      await h.write(`${dir}/a.md`, 'refused, edited');
+      await m.reconcile({ force: true });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('refused, edited');
+    });
+
+    it('unavailable after the write applied: the next listing recognises our write', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'sent once');
+      h.client.failAfterApply('update');
+      const first = await m.reconcile({ force: true });
+      expect(first!.stores[0]!.errors).toMatchObject([{ path: '/a.md', kind: 'unavailable' }]);
+      const second = await m.reconcile({ force: true });
+      expect(second!.stores[0]).toMatchObject({ pulled: [], pushed: [], conflicts: [] });
+      expect(h.client.count('update')).toBe(1);
+      expect(await h.read(`${dir}/a.md`)).toBe('sent once');
+    });
+
+    it('unavailable before the write applied: the next sync sends it again', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'try again');
+      h.client.failNext('update', 'unavailable');
+      await m.reconcile({ force: true });
+      await m.reconcile({ force: true });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('try again');
+    });
+
+    it('a failing listing fails only its store; reconcile does not throw', async () => {
+      h.client.seed(STORE, { '/a.md': 'a' });
+      h.client.seed('memstore_other', { '/x.md': 'x' });
+      const m = h.mounter();
+      await m.materialize([notesResource(), { type: 'memory_store', memory_store_id: 'memstore_other', name: 'Other' }]);
+      h.client.putAs('memstore_other', '/x.md', 'x2');
+      h.client.failNext('list', 'unavailable');
+      const report = await m.reconcile({ force: true });
+      const statuses = report!.stores.map((s) => s.status).sort();
+      expect(statuses).toEqual(['failed', 'synced']);
+      const failed = report!.stores.find((s) => s.status === 'failed')!;
+      expect(failed.reason).toMatch(/unavailable/);
+    });
+  });
+
+  describe('content the store cannot take', () => {
+    it('non-UTF-8 and oversize files are refused with a warning, other files keep syncing', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/bin.dat`, new Uint8Array([0xff, 0xfe, 0x00, 0x80]));
+      await h.write(`${dir}/big.md`, 'x'.repeat(102_401));
+      await h.write(`${dir}/ok.md`, 'fine');
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.refused.map((r) => r.path).sort()).toEqual(['/big.md', '/bin.dat']);
+      expect(Object.keys(h.client.snapshot(STORE))).toContain('/ok.md');
+      expect(Object.keys(h.client.snapshot(STORE))).not.toContain('/big.md');
+      await m.reconcile({ force: true });
+      expect(h.logger.warnings().filter((w) => w.fields.path === '/big.md')).toHaveLength(1);
+    });
+
+    it('exactly 102,400 bytes and multi-byte UTF-8 (BOM kept) are pushed byte for byte', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/max.md`, 'y'.repeat(102_400));
+      await h.write(`${dir}/bom.md`, '\uFEFFnaïve ✓');
+      await m.reconcile({ force: true });
+      expect(h.client.snapshot(STORE)['/bom.md']).toBe('\uFEFFnaïve ✓');
+      expect(h.client.snapshot(STORE)['/max.md']).toHaveLength(102_400);
+      const again = await m.reconcile({ force: true });
+      expect(again!.stores[0]!.pushed).toEqual([]);
+    });
+  });
+
+  it('the marker and temp files of atomic writes never sync', async () => {
+    const m = await mounted();
+    await h.write(`${dir}/.a.md.mm-tmp-0123456789ab`, 'half written');
+    await m.reconcile({ force: true });
+    const paths = Object.keys(h.client.snapshot(STORE));
+    expect(paths).not.toContain('/.anthropic-memory-store');
+    expect(paths.some((p) => p.includes('mm-tmp'))).toBe(false);
+  });
+});

@@ -1,6 +1,10 @@
+export { MemoryMounter } from './mounter.js';
+export { mountPathSlug } from './mount-path.js';
+export { debugLogger } from './logger.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, FileSystem } from './file-system.js';
 export { errorCode, fsError } from './file-system.js';
+export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
 export type { StoreMemory, StoreClient } from './store-client.js';
 export {
   MemoryConfigError,
@@ -16,3 +20,8 @@ export * from './limits.js';
 export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
 export { tempFileName, isTempFileName } from './temp-files.js';
 export { sha256Hex } from './sha256.js';
+// The engine's pure parts, for hosts that build their own loop and for tests.
+export { planStore, classify, deleteCap, settleUnknownWrites } from './plan.js';
+export type { Action, Plan, PlanInput, RemoteEntry, Row } from './plan.js';
+export { assessFolder, type FolderVerdict } from './folder-trust.js';
+export { scanStore, type LocalFile, type LocalSnapshot } from './scan.js';

@@ -9,8 +9,9 @@ import { isTempFileName } from './temp-files.js';
  *   failing it is never pushed.
  */
 
-// Control (Cc) and format (Cf) characters: invisible or terminal-altering, refused by the service.
-const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}]/u;
+// Control (Cc) and format (Cf) characters, and the line/paragraph separators U+2028/U+2029
+// (Zl, Zp): invisible or line-breaking, all refused by the service.
+const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 const utf8 = new TextEncoder();
 
 /** Why the service would refuse `path`, or `null` when it is a valid memory path. */

@@ -49,7 +49,7 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     const mounts = await m.materialize([
       store('memstore_a', { mount_path: '/mnt/memory/team/shared' }),
       store('memstore_b', { name: '???' }),
-      { type: 'file', file_id: 'f' },
+      { type: 'file' },
     ]);
     expect(mounts.map((x) => x.mountPath)).toEqual(['/mnt/memory/team/shared', '/mnt/memory/memstore_b']);
     expect(m.roots).toEqual([`${h.memoryRoot}/team/shared`, `${h.memoryRoot}/memstore_b`]);

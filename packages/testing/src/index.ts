@@ -1,1 +1,9 @@
-export {};
+export { MemfsFileSystem, type FileSystemOp } from './memfs-file-system.js';
+export {
+  InMemoryStoreClient,
+  type InMemoryStoreClientOptions,
+  type StoreOp,
+  type StoreWriteOp,
+  type StoreRequest,
+} from './in-memory-store-client.js';
+export * from './memory-api-server/index.js';

@@ -1,0 +1,89 @@
+import { execFileSync } from 'node:child_process';
+import { constants as fsConstants } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryConfigError, NodeFileSystem } from '@memory-mounter/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileSystemConformance } from '../../testing/test/file-system-conformance.ts';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const isRoot = process.getuid?.() === 0;
+
+fileSystemConformance('NodeFileSystem', async () => {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'mm-nodefs-'));
+  return {
+    fs: new NodeFileSystem(),
+    root,
+    cleanup: () => fs.rm(root, { recursive: true, force: true }),
+    makeSymlink: (target, linkPath) => fs.symlink(target, linkPath),
+    modeOf: async (p) => (await fs.lstat(p)).mode & 0o777,
+  };
+});
+
+describe('NodeFileSystem on the real disk', () => {
+  const nodeFs = new NodeFileSystem();
+  let root: string;
+  let outside: string;
+
+  beforeEach(async () => {
+    root = await fs.mkdtemp(path.join(os.tmpdir(), 'mm-nodefs-'));
+    outside = await fs.mkdtemp(path.join(os.tmpdir(), 'mm-outside-'));
+  });
+  afterEach(async () => {
+    await fs.rm(root, { recursive: true, force: true });
+    await fs.rm(outside, { recursive: true, force: true });
+  });
+
+  it('refuses to construct where O_NOFOLLOW is missing (Windows)', () => {
+    expect(() => new NodeFileSystem({ ...fsConstants, O_NOFOLLOW: undefined })).toThrow(MemoryConfigError);
+  });
+
+  it('reads a FIFO as EINVAL at once instead of waiting for a writer', async () => {
+    const fifo = path.join(root, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    expect((await nodeFs.lstat(fifo))?.type).toBe('other');
+    expect(await nodeFs.readdir(root)).toEqual([{ name: 'pipe', type: 'other' }]);
+    await expect(nodeFs.readFile(fifo)).rejects.toMatchObject({ code: 'EINVAL' });
+  }, 2_000);
+
+  it('creates files 0600 and directories 0700 on disk', async () => {
+    await nodeFs.mkdir(path.join(root, 'store'));
+    await nodeFs.writeFile(path.join(root, 'store/notes.md'), bytes('x'));
+    expect((await fs.stat(path.join(root, 'store'))).mode & 0o777).toBe(0o700);
+    expect((await fs.stat(path.join(root, 'store/notes.md'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('never reads, writes or removes through a symlink pointing outside its directory', async () => {
+    const secret = path.join(outside, 'secret');
+    await fs.writeFile(secret, 'outside');
+    await fs.mkdir(path.join(root, 'tree'));
+    await fs.symlink(secret, path.join(root, 'file-link'));
+    await fs.symlink(outside, path.join(root, 'dir-link'));
+    await fs.symlink(outside, path.join(root, 'tree/dir-link'));
+
+    await expect(nodeFs.readFile(path.join(root, 'file-link'))).rejects.toMatchObject({ code: 'ELOOP' });
+    await expect(nodeFs.readdir(path.join(root, 'dir-link'))).rejects.toMatchObject({ code: 'ENOTDIR' });
+    await nodeFs.writeFile(path.join(root, 'file-link'), bytes('inside'));
+    await nodeFs.rm(path.join(root, 'dir-link'), { recursive: true });
+    await nodeFs.rm(path.join(root, 'tree'), { recursive: true });
+
+    expect(await fs.readFile(secret, 'utf8')).toBe('outside');
+    expect(await fs.readdir(outside)).toEqual(['secret']);
+    expect(await fs.readdir(root)).toEqual(['file-link']);
+  });
+
+  it.skipIf(isRoot)('reports EACCES in a directory it may not write, leaving no temp file', async () => {
+    const locked = path.join(root, 'locked');
+    await fs.mkdir(locked);
+    await fs.writeFile(path.join(locked, 'f'), 'old');
+    await fs.chmod(locked, 0o500);
+    try {
+      await expect(nodeFs.writeFile(path.join(locked, 'f'), bytes('new'))).rejects.toMatchObject({ code: 'EACCES' });
+      expect(await fs.readdir(locked)).toEqual(['f']);
+      expect(await fs.readFile(path.join(locked, 'f'), 'utf8')).toBe('old');
+    } finally {
+      await fs.chmod(locked, 0o700);
+    }
+  });
+});

@@ -1,0 +1,171 @@
+import { posix } from 'node:path';
+import { fsError, tempFileName } from '@memory-mounter/core';
+import type { DirEntry, EntryType, FileStat, FileSystem } from '@memory-mounter/core';
+import { Volume } from 'memfs';
+import type { DirectoryJSON, IFs } from 'memfs';
+
+export type FileSystemOp = keyof FileSystem;
+
+const DEFAULT_FILE_MODE = 0o600;
+const DEFAULT_DIR_MODE = 0o700;
+
+/**
+ * The FileSystem in memory, on memfs, with the same semantics as NodeFileSystem (the shared
+ * conformance suite runs against both).
+ *
+ * memfs follows symlinks where POSIX does not: `rm` and `rename` act on a link's target. So every
+ * operation checks with `lstat` and handles links itself. Each method runs memfs's synchronous
+ * API, which makes every call one indivisible step: concurrent calls never interleave inside one.
+ */
+export class MemfsFileSystem implements FileSystem {
+  /** The volume itself, for tests to plant symlinks or inspect modes and contents. */
+  readonly vol: Volume;
+  readonly #faults = new Map<FileSystemOp, string[]>();
+
+  /**
+   * `seed`: an existing volume (or memfs `fs`), or a `Volume.fromJSON` layout where `null` makes a
+   * directory: `new MemfsFileSystem({ '/mnt/memory': null })`.
+   */
+  constructor(seed: Volume | IFs | DirectoryJSON = {}) {
+    if (seed instanceof Volume) this.vol = seed;
+    else if (isMemfsFs(seed)) this.vol = seed.__vol;
+    else this.vol = Volume.fromJSON(seed as DirectoryJSON);
+  }
+
+  /** The next `times` calls of `op` fail with `code` (EACCES, ENOSPC, ...) before touching anything. */
+  failNext(op: FileSystemOp, code: string, times = 1): void {
+    const queue = this.#faults.get(op) ?? [];
+    for (let i = 0; i < times; i++) queue.push(code);
+    this.#faults.set(op, queue);
+  }
+
+  async lstat(path: string): Promise<FileStat | null> {
+    this.#injectFault('lstat', path);
+    return this.#lstat(path);
+  }
+
+  async readdir(path: string): Promise<DirEntry[]> {
+    this.#injectFault('readdir', path);
+    const stat = this.vol.lstatSync(path);
+    // memfs follows a link named as the directory, and says ENOENT for a file: both are ENOTDIR.
+    if (!stat.isDirectory()) throw fsError('ENOTDIR', 'scandir', path);
+    const entries = this.vol.readdirSync(path, { withFileTypes: true }) as unknown as DirentLike[];
+    return entries.map((entry) => ({ name: String(entry.name), type: entryType(entry) }));
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.#injectFault('readFile', path);
+    const stat = this.vol.lstatSync(path);
+    if (stat.isSymbolicLink()) throw fsError('ELOOP', 'open', path, 'is a symlink');
+    if (!stat.isFile()) throw fsError('EINVAL', 'read', path, 'not a regular file');
+    return new Uint8Array(this.vol.readFileSync(path) as Buffer);
+  }
+
+  async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    this.#injectFault('writeFile', path);
+    const temp = posix.join(posix.dirname(path), tempFileName(posix.basename(path)));
+    // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
+    // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
+    const fd = this.vol.openSync(temp, 'wx', 0o600);
+    try {
+      try {
+        this.vol.writeFileSync(fd, data);
+        this.vol.fchmodSync(fd, opts.mode ?? DEFAULT_FILE_MODE);
+      } finally {
+        this.vol.closeSync(fd);
+      }
+      // Our rename: it replaces a symlink at `path` rather than writing through it.
+      this.#rename(temp, path);
+    } catch (err) {
+      this.vol.rmSync(temp, { force: true });
+      throw err;
+    }
+  }
+
+  async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {
+    this.#injectFault('mkdir', path);
+    const mode = opts.mode ?? DEFAULT_DIR_MODE;
+    // Non-recursive memfs mkdir fails with EEXIST on any entry, a symlink included.
+    this.vol.mkdirSync(path, { mode, recursive: opts.recursive ?? false });
+    // memfs `mkdir -p` accepts a file or a symlink at `path` silently; the caller asked for a directory.
+    if (opts.recursive && this.#lstat(path)?.type !== 'directory') {
+      throw fsError('EEXIST', 'mkdir', path, 'not a directory');
+    }
+  }
+
+  async rm(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
+    this.#injectFault('rm', path);
+    const stat = this.#lstat(path);
+    if (stat === null) return;
+    // Only a real directory reaches memfs's rm/rmdir: given a link, they remove its target.
+    if (stat.type !== 'directory') this.vol.unlinkSync(path);
+    else if (opts.recursive) this.vol.rmSync(path, { recursive: true });
+    else this.vol.rmdirSync(path);
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    this.#injectFault('rename', from);
+    this.#rename(from, to);
+  }
+
+  #injectFault(op: FileSystemOp, path: string): void {
+    const code = this.#faults.get(op)?.shift();
+    if (code !== undefined) throw fsError(code, op, path, 'injected fault');
+  }
+
+  #lstat(path: string): FileStat | null {
+    try {
+      const stat = this.vol.lstatSync(path);
+      return { type: entryType(stat), size: Number(stat.size), mtimeMs: Number(stat.mtimeMs), ctimeMs: Number(stat.ctimeMs) };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+      throw err;
+    }
+  }
+
+  /**
+   * rename(2) on memfs, which would move a link's target and let a directory replace a non-empty
+   * one. The checks below are the POSIX refusals; the move itself is memfs's.
+   */
+  #rename(from: string, to: string): void {
+    const source = this.#lstat(from);
+    if (source === null) throw fsError('ENOENT', 'rename', from);
+    if (posix.resolve(from) === posix.resolve(to)) return;
+    const target = this.#lstat(to);
+    if (source.type === 'directory') {
+      if (posix.resolve(to).startsWith(`${posix.resolve(from)}/`)) throw fsError('EINVAL', 'rename', to, 'into itself');
+      if (target && target.type !== 'directory') throw fsError('ENOTDIR', 'rename', to);
+      if (target && this.vol.readdirSync(to).length > 0) throw fsError('ENOTEMPTY', 'rename', to);
+    } else if (target?.type === 'directory') {
+      throw fsError('EISDIR', 'rename', to);
+    }
+    if (source.type !== 'symlink') {
+      this.vol.renameSync(from, to);
+      return;
+    }
+    // A link moves as a link: recreate it at `to`, then drop the old name.
+    const linkTarget = String(this.vol.readlinkSync(from));
+    if (target) this.vol.unlinkSync(to);
+    this.vol.symlinkSync(linkTarget, to);
+    this.vol.unlinkSync(from);
+  }
+}
+
+interface DirentLike {
+  name: string | Buffer;
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+}
+
+function entryType(entry: Omit<DirentLike, 'name'>): EntryType {
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFile()) return 'file';
+  if (entry.isDirectory()) return 'directory';
+  return 'other';
+}
+
+function isMemfsFs(seed: object): seed is IFs & { __vol: Volume } {
+  return (seed as { __vol?: unknown }).__vol instanceof Volume;
+}

@@ -1,0 +1,85 @@
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from '@anthropic-ai/sdk';
+import { StoreError } from '@memory-mounter/core';
+import { describe, expect, it } from 'vitest';
+import { kindForStatus, storeErrorFromSdk } from '../src/store-error-mapping.js';
+
+/** An SDK error as the SDK builds it from an error response. */
+function sdkError(status: number, errorType?: string): APIError {
+  const body = errorType === undefined ? undefined : { type: 'error', error: { type: errorType, message: 'm' } };
+  return APIError.generate(status, body, undefined, new Headers({ 'request-id': 'req_1' }));
+}
+
+describe('storeErrorFromSdk', () => {
+  it.each([
+    [404, 'not_found_error', 'not_found'],
+    [409, 'memory_precondition_failed_error', 'precondition_failed'],
+    [412, undefined, 'precondition_failed'],
+    [409, 'memory_path_conflict_error', 'path_conflict'],
+    [409, 'conflict_error', 'unavailable'],
+    [409, undefined, 'unavailable'],
+    [400, 'invalid_request_error', 'rejected'],
+    [413, 'request_too_large', 'rejected'],
+    [422, 'invalid_request_error', 'rejected'],
+    [431, undefined, 'rejected'],
+    [401, 'authentication_error', 'unauthorized'],
+    [402, 'billing_error', 'unauthorized'],
+    [403, 'permission_error', 'unauthorized'],
+    [408, 'timeout_error', 'unavailable'],
+    [429, 'rate_limit_error', 'unavailable'],
+    [499, undefined, 'unavailable'],
+    [500, 'api_error', 'unavailable'],
+    [502, undefined, 'unavailable'],
+    [503, 'api_error', 'unavailable'],
+    [504, 'timeout_error', 'unavailable'],
+    [529, 'overloaded_error', 'unavailable'],
+  ] as const)('maps %i %s to %s, keeping the status and the SDK error', (status, type, kind) => {
+    const cause = sdkError(status, type);
+    const err = storeErrorFromSdk(cause, 'update');
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err.kind).toBe(kind);
+    expect(err.status).toBe(status);
+    expect(err.cause).toBe(cause);
+    expect(err.message).toContain('update');
+  });
+
+  it.each([
+    ['a connection error', new APIConnectionError({ message: 'fetch failed' })],
+    ['a timeout', new APIConnectionTimeoutError()],
+    ['an abort', new APIUserAbortError()],
+    ['a plain Error', new TypeError('boom')],
+    ['a non-Error', 'just a string'],
+  ])('maps %s to unavailable, with no status', (_what, cause) => {
+    const err = storeErrorFromSdk(cause, 'list');
+    expect(err.kind).toBe('unavailable');
+    expect(err.status).toBeUndefined();
+    expect(err.cause).toBe(cause);
+  });
+
+  it('passes a StoreError through unchanged', () => {
+    const original = new StoreError('rejected', 'already mapped', { status: 400 });
+    expect(storeErrorFromSdk(original, 'create')).toBe(original);
+  });
+
+  it('reads the error type from a copy of the SDK it does not know (shape, not class)', () => {
+    const foreign = Object.assign(new Error('409 conflict'), {
+      status: 409,
+      error: { type: 'error', error: { type: 'memory_path_conflict_error', message: 'taken' } },
+    });
+    expect(storeErrorFromSdk(foreign, 'create').kind).toBe('path_conflict');
+  });
+});
+
+describe('kindForStatus', () => {
+  it('treats a 409 without a memory error type as a transient conflict', () => {
+    expect(kindForStatus(409, undefined)).toBe('unavailable');
+  });
+
+  it('treats a status that is no error as unavailable', () => {
+    expect(kindForStatus(302, undefined)).toBe('unavailable');
+  });
+});

@@ -1,0 +1,140 @@
+import { LIST_PAGE_SIZE, LIST_PAGE_SIZE_WITH_CONTENT } from '@memory-mounter/core';
+import { invalidRequest } from './api-error.js';
+import { listEntries, pageAfter } from './listing.js';
+import type { MemoryRecord, MemoryStore } from './memory-store.js';
+import type { RouteName } from './routes.js';
+import type { DeletedMemoryWire, MemoryListPageWire, MemoryView, MemoryWire } from './wire.js';
+
+/** What a handler gets: the store (created on first use), the query, the parsed JSON body of a POST. */
+export interface RouteRequest {
+  store: MemoryStore;
+  /** Always set for retrieve, update and delete (the route matched a memory id). */
+  memoryId: string | undefined;
+  query: URLSearchParams;
+  body: Record<string, unknown>;
+}
+
+/** Each route's success response (always 200). Refusals are thrown as ApiError. */
+export const handlers: Record<RouteName, (req: RouteRequest) => unknown> = {
+  list: listMemories,
+  retrieve: retrieveMemory,
+  create: createMemory,
+  update: updateMemory,
+  delete: deleteMemory,
+};
+
+// The service's page size when `limit` is omitted; `view=full` caps any limit at 20.
+const DEFAULT_LIST_LIMIT = 20;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+function listMemories({ store, query }: RouteRequest): MemoryListPageWire {
+  const view = viewParam(query, 'basic');
+  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
+  const limit = view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
+  const depth = intParam(query, 'depth', 0, Number.MAX_SAFE_INTEGER) ?? 0;
+  const pathPrefix = query.get('path_prefix') ?? undefined;
+  if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
+    throw invalidRequest('path_prefix must start and end with /');
+  }
+  const page = pageAfter(listEntries(store.all(), { pathPrefix, depth }), query.get('page') ?? undefined, limit);
+  return {
+    data: page.entries.map((entry) =>
+      entry.kind === 'memory' ? toWire(store, entry.memory, view) : { type: 'memory_prefix', path: entry.path },
+    ),
+    next_page: page.nextPage,
+  };
+}
+
+function retrieveMemory({ store, memoryId, query }: RouteRequest): MemoryWire {
+  return toWire(store, store.get(memoryId!), viewParam(query, 'full'));
+}
+
+function createMemory({ store, query, body }: RouteRequest): MemoryWire {
+  const view = viewParam(query, 'basic');
+  onlyFields(body, ['path', 'content']);
+  const path = stringField(body, 'path');
+  if (path === undefined) throw invalidRequest('path is required');
+  if (!('content' in body)) throw invalidRequest('content is required');
+  // The SDK types `content` as nullable; null is taken as the empty memory.
+  const content = stringField(body, 'content') ?? '';
+  return toWire(store, store.create(path, content), view);
+}
+
+function updateMemory({ store, memoryId, query, body }: RouteRequest): MemoryWire {
+  const view = viewParam(query, 'basic');
+  onlyFields(body, ['path', 'content', 'precondition']);
+  const updated = store.update(memoryId!, {
+    content: stringField(body, 'content'),
+    path: stringField(body, 'path'),
+    expectedSha256: preconditionSha(body.precondition),
+  });
+  return toWire(store, updated, view);
+}
+
+function deleteMemory({ store, memoryId, query }: RouteRequest): DeletedMemoryWire {
+  const expected = query.get('expected_content_sha256') ?? undefined;
+  if (expected !== undefined) checkSha('expected_content_sha256', expected);
+  const deleted = store.delete(memoryId!, expected);
+  return { type: 'memory_deleted', id: deleted.id };
+}
+
+function toWire(store: MemoryStore, memory: MemoryRecord, view: MemoryView): MemoryWire {
+  return {
+    type: 'memory',
+    id: memory.id,
+    memory_store_id: store.storeId,
+    path: memory.path,
+    content: view === 'full' ? memory.content : null,
+    content_sha256: memory.content_sha256,
+    content_size_bytes: memory.content_size_bytes,
+    memory_version_id: memory.memory_version_id,
+    created_at: memory.created_at,
+    updated_at: memory.updated_at,
+  };
+}
+
+function viewParam(query: URLSearchParams, fallback: MemoryView): MemoryView {
+  const view = query.get('view');
+  if (view === null) return fallback;
+  if (view === 'basic' || view === 'full') return view;
+  throw invalidRequest(`view must be basic or full, not ${JSON.stringify(view)}`);
+}
+
+function intParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
+  const raw = query.get(name);
+  if (raw === null) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw invalidRequest(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/** The service refuses unknown body fields, so a misspelt one is caught instead of ignored. */
+function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
+  if (unknown.length > 0) throw invalidRequest(`unknown field(s) in request body: ${unknown.join(', ')}`);
+}
+
+/** A string field; absent and `null` both mean "not given". */
+function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalidRequest(`${name} must be a string`);
+  return value;
+}
+
+function preconditionSha(precondition: unknown): string | undefined {
+  if (precondition === undefined || precondition === null) return undefined;
+  const { type, content_sha256: sha } =
+    typeof precondition === 'object' ? (precondition as { type?: unknown; content_sha256?: unknown }) : {};
+  if (type !== 'content_sha256' || typeof sha !== 'string') {
+    throw invalidRequest('precondition must be { type: "content_sha256", content_sha256 }');
+  }
+  checkSha('precondition.content_sha256', sha);
+  return sha;
+}
+
+function checkSha(name: string, value: string): void {
+  if (!SHA256_HEX.test(value)) throw invalidRequest(`${name} must be 64 lowercase hexadecimal characters`);
+}

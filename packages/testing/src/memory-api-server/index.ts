@@ -1,0 +1,14 @@
+export { MemoryApiServer } from './memory-api-server.js';
+export type { MemoryApiServerOptions, RecordedRequest } from './memory-api-server.js';
+export type { RouteName } from './routes.js';
+export type { Fault } from './faults.js';
+export type { MemoryStore, MemoryRecord } from './memory-store.js';
+export type {
+  MemoryWire,
+  MemoryPrefixWire,
+  MemoryListItemWire,
+  MemoryListPageWire,
+  DeletedMemoryWire,
+  ErrorBodyWire,
+  MemoryView,
+} from './wire.js';

@@ -1,0 +1,78 @@
+import { invalidRequest } from './api-error.js';
+import type { MemoryRecord } from './memory-store.js';
+
+/** A listing row before it is put on the wire: a memory, or the roll-up of a folder below `depth`. */
+export type ListEntry = { kind: 'memory'; memory: MemoryRecord } | { kind: 'prefix'; path: string };
+
+export interface ListQuery {
+  /** Ends with `/`; only memories whose path starts with it are listed. */
+  pathPrefix?: string;
+  /** 0 lists everything below the prefix; n > 0 rolls up memories deeper than n segments. */
+  depth: number;
+}
+
+/**
+ * The whole listing, sorted by path. Sorting by path gives every row a unique, stable key
+ * (paths never overlap, and a roll-up ends in `/` where no memory path can), which the page
+ * cursor relies on.
+ */
+export function listEntries(memories: readonly MemoryRecord[], query: ListQuery): ListEntry[] {
+  const base = query.pathPrefix ?? '/';
+  const entries: ListEntry[] = [];
+  const rolledUp = new Set<string>();
+  for (const memory of memories) {
+    if (!memory.path.startsWith(base)) continue;
+    const below = memory.path.slice(base.length).split('/');
+    if (query.depth === 0 || below.length <= query.depth) {
+      entries.push({ kind: 'memory', memory });
+      continue;
+    }
+    const prefix = `${base}${below.slice(0, query.depth).join('/')}/`;
+    if (!rolledUp.has(prefix)) {
+      rolledUp.add(prefix);
+      entries.push({ kind: 'prefix', path: prefix });
+    }
+  }
+  return entries.sort((a, b) => compare(entryKey(a), entryKey(b)));
+}
+
+/**
+ * One page: the first `limit` entries after the cursor's key. A keyset cursor (not an offset)
+ * means a memory created or deleted between two page requests never shifts another memory
+ * into the gap or makes it appear twice.
+ */
+export function pageAfter(
+  entries: readonly ListEntry[],
+  cursor: string | undefined,
+  limit: number,
+): { entries: ListEntry[]; nextPage: string | null } {
+  const after = cursor === undefined ? undefined : decodeCursor(cursor);
+  const rest = after === undefined ? entries : entries.filter((entry) => compare(entryKey(entry), after) > 0);
+  const page = rest.slice(0, limit);
+  const last = page.at(-1);
+  const nextPage = rest.length > limit && last ? encodeCursor(entryKey(last)) : null;
+  return { entries: page, nextPage };
+}
+
+function entryKey(entry: ListEntry): string {
+  return entry.kind === 'memory' ? entry.memory.path : entry.path;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// Opaque to clients, like the service's `page_...` values.
+const CURSOR_PREFIX = 'page_';
+
+function encodeCursor(afterKey: string): string {
+  return CURSOR_PREFIX + Buffer.from(afterKey, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const key = cursor.startsWith(CURSOR_PREFIX)
+    ? Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')
+    : '';
+  if (!key.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
+  return key;
+}

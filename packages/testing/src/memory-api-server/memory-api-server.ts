@@ -1,0 +1,265 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
+import { FaultPlan, type Fault } from './faults.js';
+import { handlers } from './handlers.js';
+import { parseJsonObject, readBody, sendJson } from './http-io.js';
+import { MemoryStore, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
+import { matchRoute, ROUTE_NAMES, type MatchedRoute, type RouteName } from './routes.js';
+
+export interface MemoryApiServerOptions {
+  /** Delay before every answer, in ms. Default 0. Changeable later through `latencyMs`. */
+  latencyMs?: number;
+  /**
+   * `retry-after` sent with 429 and 5xx answers, in seconds. Default 1. The SDK waits this long
+   * before its retry; tests may pass a fraction (0.01) to keep retries fast.
+   */
+  retryAfterSeconds?: number;
+  /** When set, requests must carry this key (`x-api-key` or `Authorization: Bearer`); else any key. */
+  apiKey?: string;
+  /** Clock for `created_at`/`updated_at`, in ms. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** One request the server received, for assertions on what a client sent. */
+export interface RecordedRequest {
+  route: RouteName;
+  method: string;
+  storeId: string;
+  memoryId?: string;
+  query: Record<string, string>;
+  /** The status answered; `undefined` while in flight, or when the connection was dropped. */
+  status?: number;
+}
+
+// The SDK sends one of these in `anthropic-beta`; the service refuses requests with neither.
+const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
+
+/**
+ * A loopback emulator of the memory-store endpoints `@anthropic-ai/sdk` calls, for tests and
+ * demos that run the real SDK with no account and no network:
+ *
+ *   const server = new MemoryApiServer();
+ *   const client = new Anthropic({ apiKey: 'test', baseURL: await server.start() });
+ *
+ * Stores are created on first use. Helpers (`seed`, `snapshot`, `writeMemory`, ...) act on
+ * the stores directly, as another writer would: no HTTP, no latency, faults or counters.
+ */
+export class MemoryApiServer {
+  /** `http://127.0.0.1:<port>` once started; `''` before. */
+  baseURL = '';
+  latencyMs: number;
+  retryAfterSeconds: number;
+  /** Every request that matched a route, oldest first. */
+  readonly requests: RecordedRequest[] = [];
+
+  readonly #options: MemoryApiServerOptions;
+  readonly #stores = new Map<string, MemoryStore>();
+  readonly #faults = new FaultPlan();
+  readonly #env: StoreEnvironment;
+  #server: Server | undefined;
+  #closing = false;
+
+  constructor(options: MemoryApiServerOptions = {}) {
+    this.#options = options;
+    this.latencyMs = options.latencyMs ?? 0;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+    const now = options.now ?? Date.now;
+    this.#env = { newId: randomId, now: () => new Date(now()).toISOString() };
+  }
+
+  /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
+  async start(): Promise<string> {
+    if (this.#server) throw new Error('MemoryApiServer is already started');
+    const server = createServer((req, res) => void this.#handle(server, req, res));
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = server.address() as AddressInfo;
+    this.baseURL = `http://127.0.0.1:${port}`;
+    return this.baseURL;
+  }
+
+  /**
+   * Stops listening, lets requests in flight finish, and closes keep-alive sockets as they go
+   * idle: the SDK's fetch keeps connections open, and `server.close()` alone would wait on them.
+   */
+  async close(): Promise<void> {
+    const server = this.#server;
+    if (!server) return;
+    this.#server = undefined;
+    this.#closing = true;
+    const closed = new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    server.closeIdleConnections();
+    try {
+      await closed;
+    } finally {
+      this.#closing = false;
+      this.baseURL = '';
+    }
+  }
+
+  /**
+   * The next `times` requests of `route` fail with `fault`: an HTTP error status (answered with
+   * the service's error body, `request-id` and retry headers) or `'disconnect'`. Faults queue up
+   * in call order; a fault consumes a request before any other check, and changes nothing.
+   */
+  failNext(route: RouteName, fault: Fault, times = 1): void {
+    this.#faults.add(route, fault, times);
+  }
+
+  clearFaults(): void {
+    this.#faults.clear();
+  }
+
+  /** Requests received for `route`, or for every route; retries by the SDK count one each. */
+  requestCount(route?: RouteName): number {
+    return route === undefined ? this.requests.length : this.requests.filter((r) => r.route === route).length;
+  }
+
+  /** Per-route request counts. */
+  requestCounts(): Record<RouteName, number> {
+    return Object.fromEntries(ROUTE_NAMES.map((route) => [route, this.requestCount(route)])) as Record<
+      RouteName,
+      number
+    >;
+  }
+
+  resetRequests(): void {
+    this.requests.length = 0;
+  }
+
+  /** The store with this id, created empty if it does not exist yet. */
+  store(storeId: string): MemoryStore {
+    let store = this.#stores.get(storeId);
+    if (!store) {
+      store = new MemoryStore(storeId, this.#env);
+      this.#stores.set(storeId, store);
+    }
+    return store;
+  }
+
+  /** Creates one memory per entry (service rules apply: bad paths and conflicts throw). */
+  seed(storeId: string, files: Record<string, string>): MemoryRecord[] {
+    const store = this.store(storeId);
+    return Object.entries(files).map(([path, content]) => store.create(path, content));
+  }
+
+  /** `{ path: content }` of every memory in the store, sorted by path. */
+  snapshot(storeId: string): Record<string, string> {
+    const memories = this.store(storeId).all();
+    memories.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return Object.fromEntries(memories.map((memory) => [memory.path, memory.content]));
+  }
+
+  /** Another writer sets `path` to `content`: an update when a memory is there, else a create. */
+  writeMemory(storeId: string, path: string, content: string): MemoryRecord {
+    const store = this.store(storeId);
+    const existing = store.atPath(path);
+    return existing ? store.update(existing.id, { content }) : store.create(path, content);
+  }
+
+  /** Another writer renames the memory at `from` to `to`; the id stays. */
+  renameMemory(storeId: string, from: string, to: string): MemoryRecord {
+    const store = this.store(storeId);
+    return store.update(this.#idAt(store, from), { path: to });
+  }
+
+  /** Another writer deletes the memory at `path`. */
+  deleteMemory(storeId: string, path: string): void {
+    const store = this.store(storeId);
+    store.delete(this.#idAt(store, path));
+  }
+
+  #idAt(store: MemoryStore, path: string): string {
+    const memory = store.atPath(path);
+    if (!memory) throw new Error(`no memory at ${path} in store ${store.storeId}`);
+    return memory.id;
+  }
+
+  async #handle(server: Server, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = randomId('req');
+    res.setHeader('request-id', requestId);
+    // Once closing, each socket this answer frees is closed at once instead of idling on.
+    res.once('finish', () => {
+      if (this.#closing) setImmediate(() => server.closeIdleConnections());
+    });
+    try {
+      const body = await readBody(req);
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      const match = matchRoute(req.method, url.pathname);
+      const record = match ? this.#record(req, match, url.searchParams) : undefined;
+      // A client that gives up during the delay does not undo its request: the write still
+      // lands, as it may on the real service. That is what `unavailable` means to the engine.
+      if (this.latencyMs > 0) await sleep(this.latencyMs);
+      if (!match || !record) {
+        throw new ApiError(404, 'not_found_error', `no route for ${req.method} ${url.pathname}`);
+      }
+      res.once('finish', () => (record.status = res.statusCode));
+
+      const fault = this.#faults.take(match.route);
+      if (fault === 'disconnect') {
+        req.socket.destroy();
+        return;
+      }
+      if (fault !== undefined) throw new ApiError(fault, errorTypeForStatus(fault), `injected fault: HTTP ${fault}`);
+
+      this.#checkHeaders(req);
+      const result = handlers[match.route]({
+        store: this.store(match.storeId),
+        memoryId: match.memoryId,
+        query: url.searchParams,
+        body: req.method === 'POST' ? parseJsonObject(body.text, body.tooLarge) : {},
+      });
+      sendJson(res, 200, result);
+    } catch (err) {
+      const error =
+        err instanceof ApiError ? err : new ApiError(500, 'api_error', `internal error: ${(err as Error).message}`);
+      sendJson(res, error.status, errorBody(error, requestId), retryHeaders(error, this.retryAfterSeconds));
+    }
+  }
+
+  #record(req: IncomingMessage, match: MatchedRoute, query: URLSearchParams): RecordedRequest {
+    const record: RecordedRequest = {
+      route: match.route,
+      method: req.method ?? '',
+      storeId: match.storeId,
+      ...(match.memoryId !== undefined && { memoryId: match.memoryId }),
+      query: Object.fromEntries(query),
+    };
+    this.requests.push(record);
+    return record;
+  }
+
+  /** The headers the service insists on: a credential and a memory beta. */
+  #checkHeaders(req: IncomingMessage): void {
+    const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const key = header(req, 'x-api-key') || bearer;
+    if (!key || (this.#options.apiKey !== undefined && key !== this.#options.apiKey)) {
+      throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
+    }
+    if (header(req, 'anthropic-version') === undefined) {
+      throw invalidRequest('anthropic-version: header is required');
+    }
+    const betas = (header(req, 'anthropic-beta') ?? '').split(',').map((beta) => beta.trim());
+    if (!MEMORY_BETAS.some((beta) => betas.includes(beta))) {
+      throw invalidRequest(`the memory endpoints need anthropic-beta: ${MEMORY_BETAS.join(' or ')}`);
+    }
+  }
+}
+
+function randomId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}

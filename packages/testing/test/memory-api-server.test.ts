@@ -1,0 +1,331 @@
+import { request as httpRequest } from 'node:http';
+import { sha256Hex } from '@memory-mounter/core';
+import { MemoryApiServer } from '@memory-mounter/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+// The emulator at the HTTP level, with the headers the SDK sends. The SDK's own view of it is
+// tested in packages/anthropic (the StoreClient contract and AnthropicStoreClient tests).
+
+const STORE = 'memstore_1';
+const SDK_HEADERS = {
+  'x-api-key': 'test',
+  'anthropic-version': '2026-10-21',
+  'anthropic-beta': 'agent-memory-2026-07-22',
+};
+
+let server: MemoryApiServer;
+
+beforeEach(async () => {
+  server = new MemoryApiServer({ retryAfterSeconds: 2 });
+  await server.start();
+});
+afterEach(async () => {
+  await server.close();
+});
+
+interface Call {
+  query?: Record<string, string | number>;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+async function call(method: string, path: string, { query, body, headers = SDK_HEADERS }: Call = {}) {
+  const url = new URL(path, server.baseURL);
+  for (const [key, value] of Object.entries(query ?? {})) url.searchParams.set(key, String(value));
+  const res = await fetch(url, {
+    method,
+    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  return { status: res.status, headers: res.headers, json: (await res.json()) as any };
+}
+
+const memories = (store = STORE) => `/v1/memory_stores/${store}/memories`;
+const memory = (id: string, store = STORE) => `${memories(store)}/${encodeURIComponent(id)}`;
+
+async function listAll(query: Record<string, string | number>): Promise<{ items: any[]; pages: number }> {
+  const items: any[] = [];
+  let pages = 0;
+  let page: string | null = null;
+  do {
+    const res = await call('GET', memories(), { query: { ...query, ...(page && { page }) } });
+    expect(res.status).toBe(200);
+    items.push(...res.json.data);
+    page = res.json.next_page;
+    pages++;
+  } while (page);
+  return { items, pages };
+}
+
+describe('lifecycle', () => {
+  it('listens on 127.0.0.1 on an ephemeral port and closes with keep-alive sockets open', async () => {
+    const baseURL = server.baseURL;
+    expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await call('GET', memories()); // leaves an idle keep-alive connection behind
+    await server.close();
+    expect(server.baseURL).toBe('');
+    await expect(fetch(`${baseURL}${memories()}`, { headers: SDK_HEADERS })).rejects.toThrow();
+  });
+
+  it('closes while a request is in flight, after answering it', async () => {
+    server.latencyMs = 100;
+    const pending = call('GET', memories());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await server.close();
+    expect((await pending).status).toBe(200);
+  });
+});
+
+describe('memories', () => {
+  it('creates (basic view), retrieves (full view), updates, renames and deletes', async () => {
+    const created = await call('POST', memories(), { body: { path: '/a.md', content: 'héllo' } });
+    expect(created.status).toBe(200);
+    expect(created.headers.get('request-id')).toMatch(/^req_/);
+    expect(created.json).toMatchObject({
+      type: 'memory',
+      memory_store_id: STORE,
+      path: '/a.md',
+      content: null,
+      content_sha256: sha256Hex('héllo'),
+      content_size_bytes: 6,
+    });
+    expect(created.json.id).toMatch(/^mem_/);
+    expect(created.json.memory_version_id).toMatch(/^memver_/);
+    const id = created.json.id as string;
+
+    expect((await call('GET', memory(id))).json.content).toBe('héllo');
+    expect((await call('GET', memory(id), { query: { view: 'basic' } })).json.content).toBeNull();
+
+    const updated = await call('POST', memory(id), {
+      query: { view: 'full' },
+      body: { content: 'v2', path: '/b.md', precondition: { type: 'content_sha256', content_sha256: sha256Hex('héllo') } },
+    });
+    expect(updated.json).toMatchObject({ id, path: '/b.md', content: 'v2' });
+    expect(updated.json.memory_version_id).not.toBe(created.json.memory_version_id);
+
+    const deleted = await call('DELETE', memory(id), { query: { expected_content_sha256: sha256Hex('v2') } });
+    expect(deleted.json).toEqual({ type: 'memory_deleted', id });
+    expect(server.snapshot(STORE)).toEqual({});
+  });
+
+  it('writes no new version for an update that changes nothing', async () => {
+    const [seeded] = server.seed(STORE, { '/a.md': 'same' });
+    const res = await call('POST', memory(seeded!.id), { body: { content: 'same', path: '/a.md' } });
+    expect(res.json.memory_version_id).toBe(seeded!.memory_version_id);
+  });
+
+  it('answers a failed precondition with memory_precondition_failed_error, marked not retryable', async () => {
+    const [seeded] = server.seed(STORE, { '/a.md': 'theirs' });
+    const res = await call('POST', memory(seeded!.id), {
+      body: { content: 'mine', precondition: { type: 'content_sha256', content_sha256: sha256Hex('base') } },
+    });
+    expect(res.status).toBe(409);
+    expect(res.json).toMatchObject({ type: 'error', error: { type: 'memory_precondition_failed_error' } });
+    expect(res.json.request_id).toBe(res.headers.get('request-id'));
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    const del = await call('DELETE', memory(seeded!.id), { query: { expected_content_sha256: sha256Hex('base') } });
+    expect(del.json.error.type).toBe('memory_precondition_failed_error');
+  });
+
+  it('answers a path conflict with the path and memory that blocked it', async () => {
+    const [notes] = server.seed(STORE, { '/notes': 'n' });
+    const res = await call('POST', memories(), { body: { path: '/notes/todo.md', content: '' } });
+    expect(res.status).toBe(409);
+    expect(res.json.error).toMatchObject({
+      type: 'memory_path_conflict_error',
+      conflicting_path: '/notes',
+      conflicting_memory_id: notes!.id,
+    });
+  });
+
+  it.each([
+    ['a bad path', { path: '/a/../b', content: '' }],
+    ['a line separator in the path', { path: '/a\u2028b', content: '' }],
+    ['content over 102,400 bytes', { path: '/a', content: 'x'.repeat(102_401) }],
+    ['a lone surrogate in the content', { path: '/a', content: 'x\ud800' }],
+    ['no content', { path: '/a' }],
+    ['an unknown field', { path: '/a', content: '', metadata: {} }],
+    ['a body that is not JSON', '{nope'],
+  ])('refuses a create with %s as invalid_request_error', async (_why, body) => {
+    const res = await call('POST', memories(), { body });
+    expect(res.status).toBe(400);
+    expect(res.json.error.type).toBe('invalid_request_error');
+    expect(res.headers.get('x-should-retry')).toBe('false');
+  });
+
+  it('refuses an update with neither content nor path, or a malformed precondition', async () => {
+    const [seeded] = server.seed(STORE, { '/a.md': 'a' });
+    expect((await call('POST', memory(seeded!.id), { body: {} })).status).toBe(400);
+    const badSha = { content: 'b', precondition: { type: 'content_sha256', content_sha256: 'ABC' } };
+    expect((await call('POST', memory(seeded!.id), { body: badSha })).status).toBe(400);
+    const del = await call('DELETE', memory(seeded!.id), { query: { expected_content_sha256: 'nope' } });
+    expect(del.status).toBe(400);
+  });
+
+  it('refuses a body over 1 MiB with 413 request_too_large', async () => {
+    const res = await call('POST', memories(), { body: { path: '/a', content: 'x'.repeat(1_100_000) } });
+    expect(res.status).toBe(413);
+    expect(res.json.error.type).toBe('request_too_large');
+  });
+
+  it('answers 404 not_found_error for an unknown memory or route', async () => {
+    const res = await call('GET', memory('mem_nope'));
+    expect(res.status).toBe(404);
+    expect(res.json.error.type).toBe('not_found_error');
+    expect((await call('GET', '/v1/elsewhere')).status).toBe(404);
+  });
+
+  it('insists on an API key and a memory beta header', async () => {
+    const noKey = await call('GET', memories(), { headers: { ...SDK_HEADERS, 'x-api-key': '' } });
+    expect(noKey.json.error.type).toBe('authentication_error');
+    const bearer = await call('GET', memories(), {
+      headers: { 'anthropic-version': '2026-10-21', 'anthropic-beta': 'x,managed-agents-2026-04-01', authorization: 'Bearer t' },
+    });
+    expect(bearer.status).toBe(200);
+    const noBeta = await call('GET', memories(), { headers: { ...SDK_HEADERS, 'anthropic-beta': 'other' } });
+    expect(noBeta.status).toBe(400);
+  });
+});
+
+describe('list', () => {
+  beforeEach(() => {
+    server.seed(STORE, {
+      '/top.md': 't',
+      '/notes/a.md': 'a',
+      '/notes/deep/b.md': 'b',
+      '/notes/deep/er/c.md': 'c',
+      '/notes-archive/d.md': 'd',
+    });
+  });
+
+  it('lists every memory below the prefix, sorted by path, content only in the full view', async () => {
+    const basic = await call('GET', memories(), { query: { limit: 100 } });
+    expect(basic.json.data.map((m: any) => m.path)).toEqual([
+      '/notes-archive/d.md',
+      '/notes/a.md',
+      '/notes/deep/b.md',
+      '/notes/deep/er/c.md',
+      '/top.md',
+    ]);
+    expect(basic.json.data[0].content).toBeNull();
+    expect(basic.json.next_page).toBeNull();
+    const full = await call('GET', memories(), { query: { view: 'full', path_prefix: '/notes/' } });
+    expect(full.json.data.map((m: any) => m.content)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rolls deeper memories up into memory_prefix items with depth', async () => {
+    const one = await call('GET', memories(), { query: { depth: 1 } });
+    expect(one.json.data).toEqual([
+      { type: 'memory_prefix', path: '/notes-archive/' },
+      { type: 'memory_prefix', path: '/notes/' },
+      expect.objectContaining({ type: 'memory', path: '/top.md' }),
+    ]);
+    const two = await call('GET', memories(), { query: { depth: 2, path_prefix: '/notes/' } });
+    expect(two.json.data.map((item: any) => [item.type, item.path])).toEqual([
+      ['memory', '/notes/a.md'],
+      ['memory', '/notes/deep/b.md'],
+      ['memory_prefix', '/notes/deep/er/'],
+    ]);
+  });
+
+  it('counts memory_prefix items toward the page limit', async () => {
+    const { items, pages } = await listAll({ depth: 1, limit: 1 });
+    expect(items.map((item) => item.path)).toEqual(['/notes-archive/', '/notes/', '/top.md']);
+    expect(pages).toBe(3);
+  });
+
+  it('pages with an opaque cursor that survives deletes between pages', async () => {
+    const first = await call('GET', memories(), { query: { limit: 2 } });
+    expect(first.json.next_page).toMatch(/^page_/);
+    server.deleteMemory(STORE, '/notes/a.md'); // on the page already read
+    server.deleteMemory(STORE, '/notes/deep/er/c.md'); // on the next page
+    const second = await call('GET', memories(), { query: { limit: 2, page: first.json.next_page } });
+    expect(second.json.data.map((m: any) => m.path)).toEqual(['/notes/deep/b.md', '/top.md']);
+    expect(second.json.next_page).toBeNull();
+  });
+
+  it('defaults to 20 a page and caps the full view at 20', async () => {
+    server.seed('memstore_big', Object.fromEntries(Array.from({ length: 45 }, (_, i) => [`/m${i}`, `${i}`])));
+    const big = memories('memstore_big');
+    expect((await call('GET', big)).json.data).toHaveLength(20);
+    expect((await call('GET', big, { query: { limit: 100 } })).json.data).toHaveLength(45);
+    expect((await call('GET', big, { query: { limit: 100, view: 'full' } })).json.data).toHaveLength(20);
+  });
+
+  it.each([
+    ['limit 0', { limit: 0 }],
+    ['limit 101', { limit: 101 }],
+    ['a negative depth', { depth: -1 }],
+    ['an unknown view', { view: 'everything' }],
+    ['a prefix without a trailing slash', { path_prefix: '/notes' }],
+    ['a cursor it never gave', { page: 'page_bogus' }],
+  ])('refuses %s', async (_why, query) => {
+    const res = await call('GET', memories(), { query });
+    expect(res.status).toBe(400);
+    expect(res.json.error.type).toBe('invalid_request_error');
+  });
+});
+
+describe('test controls', () => {
+  it('fails the next calls of a route with the service error body and retry headers', async () => {
+    server.failNext('list', 529, 2);
+    server.failNext('list', 429);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await call('GET', memories());
+      statuses.push(res.status);
+      if (res.status !== 200) {
+        expect(res.headers.get('retry-after')).toBe('2');
+        expect(res.headers.get('x-should-retry')).toBe('true');
+        expect(res.json.request_id).toMatch(/^req_/);
+      }
+    }
+    expect(statuses).toEqual([529, 529, 429, 200]);
+    expect(server.requestCounts()).toMatchObject({ list: 4, create: 0 });
+    expect(server.requests.map((r) => r.status)).toEqual([529, 529, 429, 200]);
+  });
+
+  it('changes nothing on a faulted write', async () => {
+    server.failNext('create', 500);
+    const res = await call('POST', memories(), { body: { path: '/a', content: 'x' } });
+    expect(res.json.error.type).toBe('api_error');
+    expect(server.snapshot(STORE)).toEqual({});
+  });
+
+  it('drops the connection on a disconnect fault', async () => {
+    server.failNext('list', 'disconnect');
+    const dropped = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      const req = httpRequest(`${server.baseURL}${memories()}`, { headers: SDK_HEADERS }, () => resolve(new Error('answered')));
+      req.on('error', resolve);
+      req.end();
+    });
+    expect(dropped.code).toBe('ECONNRESET');
+    expect((await call('GET', memories())).status).toBe(200);
+  });
+
+  it('refuses a fault that is not an error status', () => {
+    expect(() => server.failNext('list', 200)).toThrow(RangeError);
+    expect(() => server.failNext('list', 503, 0)).toThrow(RangeError);
+  });
+
+  it('delays every answer by latencyMs', async () => {
+    server.latencyMs = 60;
+    const started = Date.now();
+    await call('GET', memories());
+    expect(Date.now() - started).toBeGreaterThanOrEqual(55);
+  });
+
+  it('keeps stores apart and lets another writer change them directly', async () => {
+    server.seed('memstore_a', { '/x.md': 'a' });
+    server.seed('memstore_b', { '/x.md': 'b' });
+    server.writeMemory('memstore_a', '/x.md', 'a2');
+    server.writeMemory('memstore_a', '/y.md', 'new');
+    server.renameMemory('memstore_b', '/x.md', '/z.md');
+    expect(server.snapshot('memstore_a')).toEqual({ '/x.md': 'a2', '/y.md': 'new' });
+    expect(server.snapshot('memstore_b')).toEqual({ '/z.md': 'b' });
+    server.deleteMemory('memstore_a', '/y.md');
+    expect(server.snapshot('memstore_a')).toEqual({ '/x.md': 'a2' });
+    expect(server.requestCount()).toBe(0);
+    expect(() => server.seed('memstore_a', { '/x.md/under': 'no' })).toThrow(/overlaps/);
+  });
+});

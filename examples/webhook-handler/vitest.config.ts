@@ -1,0 +1,10 @@
+import { defineProject } from 'vitest/config';
+import { workspaceAliases } from '../../vitest.shared.ts';
+
+export default defineProject({
+  resolve: { alias: workspaceAliases },
+  test: {
+    name: 'example-webhook-handler',
+    include: ['test/**/*.test.ts'],
+  },
+});

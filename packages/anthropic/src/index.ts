@@ -1,3 +1,6 @@
-export { AnthropicStoreClient } from './anthropic-store-client.js';
-export type { AnthropicStoreClientOptions } from './anthropic-store-client.js';
-export { storeErrorFromSdk } from './store-error-mapping.js';
+export { AnthropicStoreClient, type AnthropicStoreClientOptions } from './anthropic-store-client.js';
+export { storeErrorFromSdk, kindForStatus } from './store-error-mapping.js';
+export { sessionsTokenFromSecret } from './work-secret.js';
+export { mountSessionMemory, type MountSessionMemoryOptions, type SessionLike } from './mount-session-memory.js';
+export { withMemorySync, type WithMemorySyncOptions } from './with-memory-sync.js';
+export { runSessionWithMemory, type RunSessionWithMemoryOptions } from './session-lifecycle.js';

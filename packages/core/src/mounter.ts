@@ -54,7 +54,8 @@ export class MemoryMounter {
    * Creates each store's folder and downloads the store into it. All or nothing: on any failure
    * every folder this call created is removed before the error is thrown.
    */
-  async materialize(resources: readonly { type: string }[]): Promise<MountedStore[]> {
+  // Generic so that inline literals with each resource type's own fields type-check.
+  async materialize<R extends { type: string }>(resources: readonly R[]): Promise<MountedStore[]> {
     if (this.#phase !== 'new') {
       throw new MemoryLifecycleError(
         this.#phase === 'finalized' || this.#phase === 'finalizing' ? 'finalized' : 'already_materialized',

@@ -8,6 +8,7 @@ import { handlers } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
 import { MemoryStore, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
 import { matchRoute, ROUTE_NAMES, type MatchedRoute, type RouteName } from './routes.js';
+import { matchSessionRoute, sessionWire, type SessionSeed } from './sessions.js';
 
 export interface MemoryApiServerOptions {
   /** Delay before every answer, in ms. Default 0. Changeable later through `latencyMs`. */
@@ -17,7 +18,11 @@ export interface MemoryApiServerOptions {
    * before its retry; tests may pass a fraction (0.01) to keep retries fast.
    */
   retryAfterSeconds?: number;
-  /** When set, requests must carry this key (`x-api-key` or `Authorization: Bearer`); else any key. */
+  /**
+   * When set, requests must carry this credential (`x-api-key` or `Authorization: Bearer`); else
+   * any. Set it to a work item's sessions token to check that a worker does not call the memory
+   * endpoints with its environment key, which the service refuses.
+   */
   apiKey?: string;
   /** Clock for `created_at`/`updated_at`, in ms. Default `Date.now`. */
   now?: () => number;
@@ -57,6 +62,9 @@ export class MemoryApiServer {
 
   readonly #options: MemoryApiServerOptions;
   readonly #stores = new Map<string, MemoryStore>();
+  readonly #sessions = new Map<string, SessionSeed>();
+  /** `GET /v1/sessions/{id}` requests received. */
+  sessionRequests = 0;
   readonly #faults = new FaultPlan();
   readonly #env: StoreEnvironment;
   #server: Server | undefined;
@@ -146,6 +154,11 @@ export class MemoryApiServer {
     return store;
   }
 
+  /** Makes `GET /v1/sessions/{id}` answer with these resources (and status, default `running`). */
+  seedSession(sessionId: string, seed: SessionSeed): void {
+    this.#sessions.set(sessionId, seed);
+  }
+
   /** Creates one memory per entry (service rules apply: bad paths and conflicts throw). */
   seed(storeId: string, files: Record<string, string>): MemoryRecord[] {
     const store = this.store(storeId);
@@ -194,6 +207,13 @@ export class MemoryApiServer {
     try {
       const body = await readBody(req);
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      const sessionId = matchSessionRoute(req.method, url.pathname);
+      if (sessionId !== undefined) {
+        this.sessionRequests++;
+        if (this.latencyMs > 0) await sleep(this.latencyMs);
+        sendJson(res, 200, this.#retrieveSession(req, sessionId));
+        return;
+      }
       const match = matchRoute(req.method, url.pathname);
       const record = match ? this.#record(req, match, url.searchParams) : undefined;
       // A client that gives up during the delay does not undo its request: the write still
@@ -238,19 +258,34 @@ export class MemoryApiServer {
     return record;
   }
 
+  #retrieveSession(req: IncomingMessage, sessionId: string): unknown {
+    this.#checkCredential(req);
+    const betas = (header(req, 'anthropic-beta') ?? '').split(',').map((beta) => beta.trim());
+    if (!betas.includes('managed-agents-2026-04-01')) {
+      throw invalidRequest('the sessions endpoints need anthropic-beta: managed-agents-2026-04-01');
+    }
+    const seed = this.#sessions.get(sessionId);
+    if (!seed) throw new ApiError(404, 'not_found_error', `session ${sessionId} not found`);
+    return sessionWire(sessionId, seed, this.#env.now());
+  }
+
   /** The headers the service insists on: a credential and a memory beta. */
   #checkHeaders(req: IncomingMessage): void {
-    const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    const key = header(req, 'x-api-key') || bearer;
-    if (!key || (this.#options.apiKey !== undefined && key !== this.#options.apiKey)) {
-      throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
-    }
+    this.#checkCredential(req);
     if (header(req, 'anthropic-version') === undefined) {
       throw invalidRequest('anthropic-version: header is required');
     }
     const betas = (header(req, 'anthropic-beta') ?? '').split(',').map((beta) => beta.trim());
     if (!MEMORY_BETAS.some((beta) => betas.includes(beta))) {
       throw invalidRequest(`the memory endpoints need anthropic-beta: ${MEMORY_BETAS.join(' or ')}`);
+    }
+  }
+
+  #checkCredential(req: IncomingMessage): void {
+    const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const key = header(req, 'x-api-key') || bearer;
+    if (!key || (this.#options.apiKey !== undefined && key !== this.#options.apiKey)) {
+      throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
     }
   }
 }

@@ -1,0 +1,96 @@
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { withMemorySync } from '@memory-mounter/anthropic';
+import { MemoryMounter } from '@memory-mounter/core';
+import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+
+const ROOT = '/mnt/memory';
+const encoder = new TextEncoder();
+
+/** A write tool in the SDK's runnable shape that writes through the test filesystem. */
+function writeTool(fs: MemfsFileSystem, calls: string[]): BetaRunnableTool {
+  return {
+    name: 'write',
+    description: 'write a file',
+    input_schema: { type: 'object', properties: { file_path: { type: 'string' }, content: { type: 'string' } } },
+    parse: (x: unknown) => x,
+    run: async ({ file_path, content }: { file_path: string; content: string }) => {
+      calls.push(file_path);
+      await fs.writeFile(file_path.startsWith('/') ? file_path : `${ROOT}/notes/${file_path}`, encoder.encode(content));
+      return 'ok';
+    },
+  } as BetaRunnableTool;
+}
+
+describe('withMemorySync', () => {
+  let fs: MemfsFileSystem;
+  let client: InMemoryStoreClient;
+  let now: number;
+  let mounter: MemoryMounter;
+  let calls: string[];
+
+  beforeEach(async () => {
+    fs = new MemfsFileSystem({ [ROOT]: null });
+    client = new InMemoryStoreClient();
+    client.seed('memstore_rw', { '/a.md': 'a' });
+    client.seed('memstore_ro', { '/style.md': 'house style' });
+    now = 0;
+    mounter = new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot: ROOT, now: () => now });
+    await mounter.materialize([
+      { type: 'memory_store', memory_store_id: 'memstore_rw', name: 'notes' },
+      { type: 'memory_store', memory_store_id: 'memstore_ro', name: 'style', access: 'read_only' },
+    ]);
+    calls = [];
+  });
+
+  it('refuses a write into a read-only store with an error result; the tool never runs', async () => {
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter);
+    const result = tool!.run({ file_path: `${ROOT}/style/style.md`, content: 'defaced' });
+    await expect(result).rejects.toBeInstanceOf(ToolError);
+    await expect(result).rejects.toThrow(/refused: .*read-only/);
+    expect(calls).toEqual([]);
+    expect(new TextDecoder().decode(await fs.readFile(`${ROOT}/style/style.md`))).toBe('house style');
+  });
+
+  it('refuses a write under the memory root outside every store (outside_store)', async () => {
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter);
+    await expect(tool!.run({ file_path: `${ROOT}/scratch.txt`, content: 'x' })).rejects.toThrow(/in no memory store/);
+    expect(calls).toEqual([]);
+  });
+
+  it('resolves relative paths against workdir before the check (.. cannot escape it)', async () => {
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter, { workdir: `${ROOT}/notes` });
+    await expect(tool!.run({ file_path: '../style/x.md', content: 'x' })).rejects.toBeInstanceOf(ToolError);
+    await expect(tool!.run({ file_path: 'ok.md', content: 'x' })).resolves.toBe('ok');
+  });
+
+  it('lets allowed writes and other tools through untouched', async () => {
+    const echo = { name: 'echo', input_schema: { type: 'object' }, parse: (x: unknown) => x, run: async () => 'echoed' } as unknown as BetaRunnableTool;
+    const [write, other] = withMemorySync([writeTool(fs, calls), echo], mounter);
+    await expect(write!.run({ file_path: `${ROOT}/notes/b.md`, content: 'b' })).resolves.toBe('ok');
+    await expect(other!.run({ file_path: `${ROOT}/style/style.md` })).resolves.toBe('echoed');
+    expect(calls).toEqual([`${ROOT}/notes/b.md`]);
+  });
+
+  it('reconciles after a tool call once the interval has passed, not before', async () => {
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter);
+    await tool!.run({ file_path: `${ROOT}/notes/b.md`, content: 'b' });
+    expect(client.count('list')).toBe(2); // the two downloads only
+    now = 15_000;
+    await tool!.run({ file_path: `${ROOT}/notes/c.md`, content: 'c' });
+    expect(client.snapshot('memstore_rw')).toEqual({ '/a.md': 'a', '/b.md': 'b', '/c.md': 'c' });
+  });
+
+  it('a failing sync never fails the tool call', async () => {
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter);
+    await mounter.finalize();
+    now = 60_000;
+    await expect(tool!.run({ file_path: '/mnt/elsewhere.txt', content: 'x' })).resolves.toBe('ok');
+  });
+
+  it('a null mounter leaves the tools as they are', () => {
+    const tools = [writeTool(fs, calls)];
+    expect(withMemorySync(tools, null)).toEqual(tools);
+  });
+});

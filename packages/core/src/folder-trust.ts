@@ -17,7 +17,7 @@ export type FolderVerdict =
   | { kind: 'redownload'; reason: string }
   | { kind: 'unreadable'; reason: string };
 
-export function assessFolder(snapshot: LocalSnapshot, baselineSize: number): FolderVerdict {
+export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<string> | ReadonlyMap<string, unknown>): FolderVerdict {
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
   if (snapshot.root === 'missing') return { kind: 'redownload', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
@@ -29,9 +29,21 @@ export function assessFolder(snapshot: LocalSnapshot, baselineSize: number): Fol
       ? { kind: 'distrusted', reason: 'the marker is missing and files are present' }
       : { kind: 'redownload', reason: 'the folder was emptied (marker gone, no files)' };
   }
-  // Marker intact.
-  if (snapshot.files.size === 0 && baselineSize > 1) {
+  // Marker intact. "Every memory file gone" counts the files the baseline knows: a wipe followed
+  // by one new file is still a wipe, and must not read as the agent deleting every memory.
+  if (baseline.size > 1 && !someBaselineFileLeft(snapshot, [...baseline.keys()])) {
     return { kind: 'redownload', reason: 'every memory file is gone at once (folder wiped)' };
   }
   return { kind: 'trusted' };
+}
+
+function someBaselineFileLeft(snapshot: LocalSnapshot, baselinePaths: readonly string[]): boolean {
+  for (const path of baselinePaths) {
+    if (snapshot.files.has(path) || snapshot.blocked.has(path)) return true;
+  }
+  // A blocked folder may hide baseline files: their absence is unknown, not a wipe.
+  for (const blocked of snapshot.blocked.keys()) {
+    for (const path of baselinePaths) if (path.startsWith(`${blocked}/`)) return true;
+  }
+  return false;
 }

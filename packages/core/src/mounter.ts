@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
-import type { FileSystem } from './file-system.js';
+import { errorCode, type FileSystem } from './file-system.js';
 import { storeLogger } from './logger.js';
 import { checkMemoryRoot, createStoreFolder, removeCreatedFolder, type CreatedFolder } from './mount-folders.js';
 import { isWithin } from './mount-path.js';
@@ -75,6 +75,8 @@ export class MemoryMounter {
           logger: storeLogger(logger, mount.memoryStoreId),
           deletionMode: this.#options.deletionMode,
           concurrency: TRANSFERS_PER_STORE,
+          // Folders it makes again were recorded at materialize, so finalize still removes them.
+          recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
         }),
     );
     try {
@@ -158,7 +160,22 @@ export class MemoryMounter {
       removed: [],
       leftInPlace: [],
     };
-    if (wasMounted) {
+    try {
+      if (wasMounted) await this.finalStages(outcome, report);
+    } finally {
+      this.#phase = 'finalized';
+    }
+    this.#options.logger.info('finalized', {
+      outcome,
+      removed: report.removed.length,
+      left_in_place: report.leftInPlace.length,
+      timed_out: report.timedOut,
+    });
+    return report;
+  }
+
+  private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport): Promise<void> {
+    {
       if (outcome === 'completed') {
         const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: false, signal }, true));
         report.sync = result;
@@ -169,14 +186,6 @@ export class MemoryMounter {
       report.timedOut.flush = timedOut;
       await this.removeFolders(this.#created, report, true);
     }
-    this.#phase = 'finalized';
-    this.#options.logger.info('finalized', {
-      outcome,
-      removed: report.removed.length,
-      left_in_place: report.leftInPlace.length,
-      timed_out: report.timedOut,
-    });
-    return report;
   }
 
   /** Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7). */
@@ -239,17 +248,23 @@ export class MemoryMounter {
     // Deepest first: store folders before the folders that hold them.
     for (const folder of [...folders].reverse()) {
       const store = folder.store && this.#stores.find((s) => s.mount.memoryStoreId === folder.store!.memoryStoreId);
-      if (checkTrust && store) {
-        const refusal = await store.removalRefusal();
+      const fields = { memory_store_id: folder.store?.memoryStoreId, path: folder.path };
+      try {
+        const refusal = checkTrust && store ? await store.removalRefusal() : null;
         if (refusal) {
           report.leftInPlace.push({ path: folder.path, reason: refusal });
-          this.#options.logger.warn(`store folder left in place: ${refusal}`, { memory_store_id: store.mount.memoryStoreId, path: folder.path });
+          this.#options.logger.warn(`store folder left in place: ${refusal}`, fields);
           continue;
         }
+        const outcome = await removeCreatedFolder(fs, folder);
+        if (outcome.removed) report.removed.push(folder.path);
+        else if (outcome.reason !== 'already gone') report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
+      } catch (err) {
+        // A disk that fails even its checks: leave the folder, say so, and go on with the others.
+        const reason = `could not be checked (${errorCode(err) ?? describe(err)})`;
+        report.leftInPlace.push({ path: folder.path, reason });
+        this.#options.logger.warn(`folder left in place: ${reason}`, fields);
       }
-      const outcome = await removeCreatedFolder(fs, folder);
-      if (outcome.removed) report.removed.push(folder.path);
-      else if (outcome.reason !== 'already gone') report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
     }
   }
 }

@@ -43,7 +43,8 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
   if (options.now !== undefined && typeof options.now !== 'function') {
     throw new MemoryConfigError('now must be a function returning milliseconds', 'now');
   }
-  const deletionMode = options.memory_sync_deletions ?? 'enabled';
+  // `undefined` means "use the default"; anything else, `null` included, must be valid.
+  const deletionMode = options.memory_sync_deletions === undefined ? 'enabled' : options.memory_sync_deletions;
   if (!DELETION_MODES.includes(deletionMode)) {
     throw new MemoryConfigError(
       `memory_sync_deletions must be one of ${DELETION_MODES.join(', ')}; got ${JSON.stringify(deletionMode)}`,
@@ -53,7 +54,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
   return {
     storeClient,
     fileSystem,
-    memoryRoot: resolveMemoryRoot(options.memoryRoot ?? MOUNT_PREFIX),
+    memoryRoot: resolveMemoryRoot(options.memoryRoot === undefined ? MOUNT_PREFIX : options.memoryRoot),
     syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,

@@ -22,6 +22,8 @@ export interface StoreSyncDeps {
   logger: Logger;
   deletionMode: DeletionMode;
   concurrency: number;
+  /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
+  recreateFolder: () => Promise<void>;
 }
 
 export interface PassOptions {
@@ -118,7 +120,7 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     const snapshot = await scanStore(fs, mount.path, mount.memoryStoreId);
-    const verdict = assessFolder(snapshot, state.baseline.size);
+    const verdict = assessFolder(snapshot, state.baseline);
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;
@@ -138,8 +140,8 @@ export class StoreSync {
           return;
         }
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
-        if (snapshot.root === 'missing') await fs.mkdir(mount.path, { mode: 0o700 });
-        if (snapshot.marker !== 'ok') await writeMarker(fs, mount.path, mount.memoryStoreId);
+        if (snapshot.root === 'missing') await this.deps.recreateFolder();
+        else if (snapshot.marker !== 'ok') await writeMarker(fs, mount.path, mount.memoryStoreId);
         report.pulled = await this.download(opts.signal);
         report.status = 'redownloaded';
         report.reason = verdict.reason;

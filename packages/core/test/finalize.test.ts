@@ -1,0 +1,427 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  fsError,
+  MARKER_FILE,
+  MemoryLifecycleError,
+  type DirEntry,
+  type FileStat,
+  type FileSystem,
+  type MemoryMounter,
+  type MemoryMounterOptions,
+  type StoreMemory,
+} from '@memory-mounter/core';
+import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+
+/** SPEC 4.5: the final sync, the flush, their time bounds, and the removal of what was created. */
+
+/** A FileSystem that fails chosen calls, on any disk. */
+class FaultyFileSystem implements FileSystem {
+  readonly #faults: { op: keyof FileSystem; path: string; code: string }[] = [];
+  constructor(readonly inner: FileSystem) {}
+  fail(op: keyof FileSystem, path: string, code: string, times = 1): void {
+    for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
+  }
+  #check(op: keyof FileSystem, path: string): void {
+    const i = this.#faults.findIndex((f) => f.op === op && f.path === path);
+    if (i < 0) return;
+    const [fault] = this.#faults.splice(i, 1);
+    throw fsError(fault!.code, op, path, 'injected');
+  }
+  async lstat(path: string): Promise<FileStat | null> {
+    this.#check('lstat', path);
+    return this.inner.lstat(path);
+  }
+  async readdir(path: string): Promise<DirEntry[]> {
+    this.#check('readdir', path);
+    return this.inner.readdir(path);
+  }
+  async readFile(path: string): Promise<Uint8Array> {
+    this.#check('readFile', path);
+    return this.inner.readFile(path);
+  }
+  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
+    this.#check('writeFile', path);
+    return this.inner.writeFile(path, data, opts);
+  }
+  async mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
+    this.#check('mkdir', path);
+    return this.inner.mkdir(path, opts);
+  }
+  async rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
+    this.#check('rm', path);
+    return this.inner.rm(path, opts);
+  }
+  async rename(from: string, to: string): Promise<void> {
+    this.#check('rename', from);
+    return this.inner.rename(from, to);
+  }
+}
+
+const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
+const FOREIGN_MARKER = `${JSON.stringify({ memory_store_id: 'memstore_someone_else' })}\n`;
+
+describe.each(DISKS)('finalize on %s', (disk) => {
+  let h: Harness;
+  let dir: string;
+  let marker: string;
+  beforeEach(async () => {
+    h = await makeHarness(disk);
+    dir = `${h.memoryRoot}/notes`;
+    marker = `${dir}/${MARKER_FILE}`;
+  });
+  afterEach(() => h.cleanup());
+
+  async function mounted(opts: Partial<MemoryMounterOptions> = {}, seed: Record<string, string> = SEED): Promise<MemoryMounter> {
+    h.client.seed(STORE, seed);
+    const mounter = h.mounter(opts);
+    await mounter.materialize([notesResource()]);
+    return mounter;
+  }
+
+  /** Runs `fn` just before the `nth` (1-based) listing from now on: after that pass's scan, before its plan. */
+  function beforeListing(nth: number, fn: () => Promise<void>): void {
+    const list = h.client.list.bind(h.client);
+    let calls = 0;
+    h.client.list = async function* (storeId, opts): AsyncGenerator<StoreMemory> {
+      if (++calls === nth) await fn();
+      yield* list(storeId, opts);
+    };
+  }
+
+  describe('completed', () => {
+    it('waives the deletion grace period: a file deleted just before finalize is deleted remotely', async () => {
+      const m = await mounted({ deleteGracePeriod: 30 });
+      await h.remove(`${dir}/a.md`);
+      // At this moment a normal sync still holds the delete back...
+      const sync = await m.reconcile({ force: true });
+      expect(sync!.stores[0]!.pendingDeletions).toEqual(['/a.md']);
+      expect(h.client.count('delete')).toBe(0);
+      // ...the final sync, at the same clock, sends it.
+      const report = await m.finalize();
+      expect(report.outcome).toBe('completed');
+      expect(report.sync!.stores[0]!.deletedRemote).toEqual(['/a.md']);
+      expect(h.client.count('delete')).toBe(1);
+      expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta', '/d/c.md': 'gamma' });
+      expect(report.timedOut).toEqual({ sync: false, flush: false });
+    });
+
+    it('keeps the per-pass delete cap: 10 of 12 files deleted, 8 deletes sent', async () => {
+      const seed = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/m${String(i).padStart(2, '0')}.md`, `memory ${i}`]));
+      const m = await mounted({ deleteGracePeriod: 30 }, seed);
+      const doomed = Object.keys(seed).slice(0, 10);
+      for (const path of doomed) await h.remove(`${dir}${path}`);
+      const report = await m.finalize();
+      expect(h.client.count('delete')).toBe(8);
+      expect(report.sync!.stores[0]!.deletedRemote).toHaveLength(8);
+      expect(report.sync!.stores[0]!.pendingDeletions).toHaveLength(2);
+      expect(Object.keys(h.client.snapshot(STORE))).toHaveLength(4);
+    });
+
+    it('keeps the re-check: a marker gone between the listing and the delete stops it (and the folder is left)', async () => {
+      const m = await mounted({ deleteGracePeriod: 30 });
+      await h.remove(`${dir}/a.md`);
+      beforeListing(1, () => h.remove(marker));
+      const report = await m.finalize();
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+      expect(report.sync!.stores[0]!.deletedRemote).toEqual([]);
+      expect(report.sync!.stores[0]!.pendingDeletions).toContain('/a.md');
+      expect(report.leftInPlace.map((l) => l.path)).toContain(dir);
+      expect(await h.read(`${dir}/b.md`)).toBe('beta');
+    });
+
+    it('keeps the re-check: a file back between the listing and the delete is not deleted', async () => {
+      const m = await mounted({ deleteGracePeriod: 30 });
+      await h.remove(`${dir}/a.md`);
+      beforeListing(1, () => h.write(`${dir}/a.md`, 'alpha'));
+      const report = await m.finalize();
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+      expect(report.sync!.stores[0]!.skippedPaths.map((s) => s.path)).toContain('/a.md');
+    });
+
+    it('is a full sync: pushes local edits and pulls remote ones', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'alpha, edited at the end');
+      await h.write(`${dir}/n.md`, 'new at the end');
+      h.client.putAs(STORE, '/b.md', 'beta, edited remotely');
+      const report = await m.finalize();
+      expect([...report.sync!.stores[0]!.pushed].sort()).toEqual(['/a.md', '/n.md']);
+      expect(report.sync!.stores[0]!.pulled).toEqual(['/b.md']);
+      expect(h.client.snapshot(STORE)).toEqual({
+        '/a.md': 'alpha, edited at the end',
+        '/b.md': 'beta, edited remotely',
+        '/d/c.md': 'gamma',
+        '/n.md': 'new at the end',
+      });
+      expect(report.flush.stores[0]!.pushed).toEqual([]);
+    });
+
+    it('the flush pushes a file still changed after the final sync', async () => {
+      const m = await mounted();
+      await h.write(`${dir}/a.md`, 'alpha, edited');
+      h.client.failNext('update', 'unavailable');
+      const report = await m.finalize();
+      expect(report.sync!.stores[0]!.errors).toMatchObject([{ path: '/a.md', kind: 'unavailable' }]);
+      expect(report.flush.stores[0]!.pushed).toEqual(['/a.md']);
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited');
+    });
+  });
+
+  describe('aborted', () => {
+    it('push-only: local edits pushed; remote edits not pulled; local deletions not sent', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await h.write(`${dir}/a.md`, 'alpha, edited');
+      await h.write(`${dir}/n.md`, 'new');
+      await h.remove(`${dir}/b.md`);
+      h.client.putAs(STORE, '/d/c.md', 'gamma, edited remotely');
+      h.client.putAs(STORE, '/r.md', 'new remotely');
+      const gets = h.client.count('get');
+
+      const report = await m.finalize({ outcome: 'aborted' });
+      expect(report.outcome).toBe('aborted');
+      expect(report.sync).toBeNull();
+      expect([...report.flush.stores[0]!.pushed].sort()).toEqual(['/a.md', '/n.md']);
+      expect(report.flush.stores[0]).toMatchObject({ pulled: [], deletedRemote: [], deletedLocal: [] });
+      expect(h.client.count('get')).toBe(gets);
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual({
+        '/a.md': 'alpha, edited',
+        '/b.md': 'beta',
+        '/d/c.md': 'gamma, edited remotely',
+        '/n.md': 'new',
+        '/r.md': 'new remotely',
+      });
+      expect(report.removed).toEqual([dir]);
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('does not re-download a wiped folder, nor delete anything', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await h.remove(dir);
+      const gets = h.client.count('get');
+      const report = await m.finalize({ outcome: 'aborted' });
+      expect(report.flush.stores[0]!.status).toBe('skipped');
+      expect(h.client.count('get')).toBe(gets);
+      expect(h.client.count('delete')).toBe(0);
+      expect(await h.exists(dir)).toBe(false);
+    });
+  });
+
+  describe('removal of what this mounter created', () => {
+    it('removes the store folder and leaves memoryRoot', async () => {
+      const m = await mounted();
+      const report = await m.finalize();
+      expect(report.removed).toEqual([dir]);
+      expect(report.leftInPlace).toEqual([]);
+      expect(await h.exists(dir)).toBe(false);
+      expect(await h.exists(h.memoryRoot)).toBe(true);
+    });
+
+    it('removes every store folder', async () => {
+      h.client.seed(STORE, SEED);
+      h.client.seed('memstore_other', { '/x.md': 'x' });
+      const m = h.mounter();
+      await m.materialize([notesResource(), { type: 'memory_store', memory_store_id: 'memstore_other', name: 'Other' }]);
+      const report = await m.finalize();
+      expect([...report.removed].sort()).toEqual([`${h.memoryRoot}/notes`, `${h.memoryRoot}/other`]);
+      expect(await h.fs.readdir(h.memoryRoot)).toEqual([]);
+    });
+
+    it('a nested mount: the store folder, then the folders it created above it', async () => {
+      h.client.seed(STORE, SEED);
+      const m = h.mounter();
+      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      expect(await h.read(`${h.memoryRoot}/team/notes/a.md`)).toBe('alpha');
+      const report = await m.finalize();
+      expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`, `${h.memoryRoot}/team`]);
+      expect(await h.exists(`${h.memoryRoot}/team`)).toBe(false);
+      expect(await h.exists(h.memoryRoot)).toBe(true);
+    });
+
+    it('a nested mount under a folder that already existed: that folder is not removed', async () => {
+      await h.fs.mkdir(`${h.memoryRoot}/team`);
+      h.client.seed(STORE, SEED);
+      const m = h.mounter();
+      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      const report = await m.finalize();
+      expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`]);
+      expect(await h.exists(`${h.memoryRoot}/team`)).toBe(true);
+    });
+
+    it('an in-between folder that now holds something else is left, with its content', async () => {
+      h.client.seed(STORE, SEED);
+      const m = h.mounter();
+      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      await h.write(`${h.memoryRoot}/team/other/keep.md`, 'not ours');
+      const report = await m.finalize();
+      expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`]);
+      expect(report.leftInPlace.map((l) => l.path)).toEqual([`${h.memoryRoot}/team`]);
+      expect(await h.read(`${h.memoryRoot}/team/other/keep.md`)).toBe('not ours');
+    });
+
+    it.each(['completed', 'aborted'] as const)(
+      '%s: a folder failing the marker check at removal is left in place, with a warning',
+      async (outcome) => {
+        const m = await mounted();
+        // The last pass before removal is the flush: its listing is the 2nd call for `completed`, the 1st for `aborted`.
+        beforeListing(outcome === 'completed' ? 2 : 1, () => h.write(marker, FOREIGN_MARKER));
+        const report = await m.finalize({ outcome });
+        expect(report.removed).toEqual([]);
+        expect(report.leftInPlace).toMatchObject([{ path: dir, reason: expect.stringMatching(/marker/) }]);
+        expect(await h.read(`${dir}/a.md`)).toBe('alpha');
+        expect(await h.read(marker)).toBe(FOREIGN_MARKER);
+        const warning = h.logger.warnings().find((w) => w.fields.path === dir && /left in place/.test(w.msg));
+        expect(warning?.fields.memory_store_id).toBe(STORE);
+      },
+    );
+
+    it('a folder that cannot be removed is reported left in place; finalize does not throw', async () => {
+      h.client.seed(STORE, SEED);
+      const fs = new FaultyFileSystem(h.fs);
+      const m = h.mounter({ fileSystem: fs });
+      await m.materialize([notesResource()]);
+      fs.fail('rm', dir, 'EBUSY');
+      const report = await m.finalize();
+      expect(report.removed).toEqual([]);
+      expect(report.leftInPlace).toMatchObject([{ path: dir, reason: expect.stringMatching(/EBUSY/) }]);
+    });
+  });
+
+  describe('bounded by finalSyncTimeout', () => {
+    it('a slow store: both phases cut at the bound, finalize resolves and says so, folders still removed', async () => {
+      const m = await mounted({ finalSyncTimeout: 0.2 });
+      await h.write(`${dir}/a.md`, 'alpha, never sent');
+      h.client.latencyMs = 60_000;
+      const started = Date.now();
+      const report = await m.finalize();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(report.timedOut).toEqual({ sync: true, flush: true });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha');
+      expect(report.removed).toEqual([dir]);
+    }, 20_000);
+
+    it('aborted: the flush alone is bounded', async () => {
+      const m = await mounted({ finalSyncTimeout: 0.2 });
+      h.client.latencyMs = 60_000;
+      const started = Date.now();
+      const report = await m.finalize({ outcome: 'aborted' });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(report.timedOut).toEqual({ sync: false, flush: true });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+    }, 20_000);
+
+    it('cut off mid-transfer: the paths not sent are listed in cutOff', async () => {
+      const m = await mounted({ finalSyncTimeout: 0.2 });
+      await h.write(`${dir}/a.md`, 'alpha, edited');
+      await h.write(`${dir}/b.md`, 'beta, edited');
+      await h.write(`${dir}/n.md`, 'new');
+      // The listing is quick; every write from here on takes a minute.
+      const update = h.client.update.bind(h.client);
+      const create = h.client.create.bind(h.client);
+      h.client.update = (...args) => {
+        h.client.latencyMs = 60_000;
+        return update(...args);
+      };
+      h.client.create = (...args) => {
+        h.client.latencyMs = 60_000;
+        return create(...args);
+      };
+      const started = Date.now();
+      const report = await m.finalize();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(report.timedOut.sync).toBe(true);
+      expect([...report.sync!.stores[0]!.cutOff].sort()).toEqual(['/a.md', '/b.md', '/n.md']);
+      expect(report.sync!.stores[0]!.pushed).toEqual([]);
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+    }, 20_000);
+
+    it('a client that ignores the abort signal: finalize still resolves in bounded time', async () => {
+      const m = await mounted({ finalSyncTimeout: 0.2 });
+      h.client.list = () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }) });
+      const started = Date.now();
+      const report = await m.finalize();
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect(report.timedOut).toEqual({ sync: true, flush: true });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
+      expect(report.removed).toEqual([dir]);
+    }, 20_000);
+  });
+
+  describe('never throws for sync problems', () => {
+    const failures: [string, (h: Harness, fs: FaultyFileSystem, dir: string) => Promise<void> | void][] = [
+      ['the store is unavailable', (h) => h.client.failNext('list', 'unavailable', 10)],
+      ['the token is refused', (h) => h.client.failNext('list', 'unauthorized', 10)],
+      [
+        'every push is rejected',
+        async (h, _fs, dir) => {
+          await h.write(`${dir}/a.md`, 'refused');
+          h.client.failNext('update', 'rejected', 10);
+        },
+      ],
+      [
+        'every pull fails',
+        (h) => {
+          h.client.putAs(STORE, '/a.md', 'remote edit');
+          h.client.failNext('get', 'unavailable', 10);
+        },
+      ],
+      [
+        'the client throws something that is not a StoreError',
+        (h) => {
+          h.client.list = () => {
+            throw new TypeError('client bug');
+          };
+        },
+      ],
+      ['the disk fails', (_h, fs, dir) => fs.fail('readdir', dir, 'EIO', 10)],
+    ];
+
+    describe.each(['completed', 'aborted'] as const)('%s', (outcome) => {
+      it.each(failures)('%s', async (label, inject) => {
+        h.client.seed(STORE, SEED);
+        const fs = new FaultyFileSystem(h.fs);
+        const m = h.mounter({ fileSystem: fs });
+        await m.materialize([notesResource()]);
+        await inject(h, fs, dir);
+        const report = await m.finalize({ outcome });
+        expect(report.outcome).toBe(outcome);
+        expect(report.timedOut).toEqual({ sync: false, flush: false });
+        // The problem is in the report (a push-only flush never pulls, so an aborted one cannot meet a pull failure).
+        const stores = [report.sync, report.flush].flatMap((s) => s?.stores ?? []);
+        const seen = stores.some((s) => s.status === 'failed' || s.errors.length > 0 || s.refused.length > 0);
+        expect(seen).toBe(outcome === 'completed' || label !== 'every pull fails');
+        expect(report.removed).toEqual([dir]);
+      });
+    });
+  });
+
+  describe('lifecycle', () => {
+    it('a second finalize throws MemoryLifecycleError and touches nothing', async () => {
+      const m = await mounted();
+      await m.finalize();
+      const requests = h.client.requests.length;
+      await expect(m.finalize()).rejects.toBeInstanceOf(MemoryLifecycleError);
+      await expect(m.finalize({ outcome: 'aborted' })).rejects.toBeInstanceOf(MemoryLifecycleError);
+      expect(h.client.requests.length).toBe(requests);
+    });
+
+    it('a second finalize while the first is running throws', async () => {
+      const m = await mounted();
+      const first = m.finalize();
+      await expect(m.finalize()).rejects.toBeInstanceOf(MemoryLifecycleError);
+      await expect(first).resolves.toMatchObject({ outcome: 'completed' });
+    });
+
+    it.each(['completed', 'aborted'] as const)('reconcile after finalize (%s) rejects with MemoryLifecycleError', async (outcome) => {
+      const m = await mounted();
+      await m.finalize({ outcome });
+      h.clock.advance(3600);
+      await expect(m.reconcile()).rejects.toBeInstanceOf(MemoryLifecycleError);
+      await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
+    });
+  });
+});

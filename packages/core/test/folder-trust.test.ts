@@ -1,0 +1,434 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  assessFolder,
+  fsError,
+  MARKER_FILE,
+  type DirEntry,
+  type FileStat,
+  type FileSystem,
+  type LocalFile,
+  type LocalSnapshot,
+  type MemoryMounter,
+  type MemoryMounterOptions,
+} from '@memory-mounter/core';
+import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+
+/** SPEC 4.4: is this still the folder made for this store, and can the table be trusted with it? */
+
+function snapshot(over: Partial<LocalSnapshot> = {}): LocalSnapshot {
+  return { root: 'directory', marker: 'ok', files: new Map(), blocked: new Map(), ...over };
+}
+
+function files(...paths: string[]): Map<string, LocalFile> {
+  return new Map(paths.map((p) => [p, { sha: `sha-of-${p}`, size: 1 }]));
+}
+
+/** A baseline of `n` memories: /a.md, /b.md, ... */
+function baseline(n: number): Set<string> {
+  return new Set(Array.from({ length: n }, (_, i) => `/${String.fromCharCode(97 + i)}.md`));
+}
+
+describe('assessFolder (pure)', () => {
+  describe('trusted: the table runs', () => {
+    it('marker intact and files present', () => {
+      expect(assessFolder(snapshot({ files: files('/a.md') }), baseline(3))).toEqual({ kind: 'trusted' });
+    });
+
+    it('marker intact, no files, and the baseline held at most one memory (a normal deletion, not a wipe)', () => {
+      expect(assessFolder(snapshot(), baseline(1))).toEqual({ kind: 'trusted' });
+      expect(assessFolder(snapshot(), baseline(0))).toEqual({ kind: 'trusted' });
+    });
+
+    it('marker intact and only some memory files gone', () => {
+      expect(assessFolder(snapshot({ files: files('/b.md') }), baseline(5))).toEqual({ kind: 'trusted' });
+    });
+  });
+
+  describe('distrusted: left exactly as found', () => {
+    it('marker missing with files present', () => {
+      expect(assessFolder(snapshot({ marker: 'missing', files: files('/a.md') }), baseline(2))).toMatchObject({ kind: 'distrusted' });
+    });
+
+    it('marker missing with only entries the scan could not read (a symlink counts as present)', () => {
+      const blocked = new Map([['/link', 'is a symlink']]);
+      expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(2))).toMatchObject({ kind: 'distrusted' });
+    });
+
+    it('marker naming another store, with files present', () => {
+      expect(assessFolder(snapshot({ marker: 'foreign', files: files('/a.md') }), baseline(2))).toMatchObject({ kind: 'distrusted' });
+    });
+
+    it('marker naming another store, even with no files (the folder is not emptied: someone put their marker there)', () => {
+      expect(assessFolder(snapshot({ marker: 'foreign' }), baseline(2))).toMatchObject({ kind: 'distrusted' });
+    });
+
+    it('the store path is no longer a directory', () => {
+      expect(assessFolder(snapshot({ root: 'not_directory', marker: 'missing' }), baseline(0))).toMatchObject({ kind: 'distrusted' });
+    });
+
+    it('gives a reason', () => {
+      const verdict = assessFolder(snapshot({ marker: 'missing', files: files('/a.md') }), baseline(2));
+      expect(verdict.kind === 'distrusted' && verdict.reason.length > 0).toBe(true);
+    });
+  });
+
+  describe('redownload: nothing of the agent is left to lose', () => {
+    it('folder gone, whatever the baseline', () => {
+      expect(assessFolder(snapshot({ root: 'missing', marker: 'missing' }), baseline(0))).toMatchObject({ kind: 'redownload' });
+      expect(assessFolder(snapshot({ root: 'missing', marker: 'missing' }), baseline(7))).toMatchObject({ kind: 'redownload' });
+    });
+
+    it('folder emptied: marker gone and no files', () => {
+      expect(assessFolder(snapshot({ marker: 'missing' }), baseline(0))).toMatchObject({ kind: 'redownload' });
+      expect(assessFolder(snapshot({ marker: 'missing' }), baseline(4))).toMatchObject({ kind: 'redownload' });
+    });
+
+    it('every memory file gone at once while the baseline held more than one (the boundary is 2)', () => {
+      expect(assessFolder(snapshot(), baseline(2))).toMatchObject({ kind: 'redownload' });
+      expect(assessFolder(snapshot(), baseline(20))).toMatchObject({ kind: 'redownload' });
+    });
+
+    it('a wipe followed by a new file is still a wipe: only files the baseline knows count', () => {
+      expect(assessFolder(snapshot({ files: files('/new.md') }), baseline(3))).toMatchObject({ kind: 'redownload' });
+    });
+
+    it('baseline files hidden under an unreadable folder are not taken as gone', () => {
+      const blocked = new Map([['/d', 'folder could not be read (EACCES)']]);
+      expect(assessFolder(snapshot({ blocked }), new Set(['/d/a.md', '/d/b.md']))).toEqual({ kind: 'trusted' });
+    });
+  });
+
+  describe('unreadable: cannot tell this pass', () => {
+    it('the store folder itself could not be read, even with the marker missing (it may hold files)', () => {
+      const blocked = new Map([['/', 'folder could not be read (EACCES)']]);
+      expect(assessFolder(snapshot({ blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
+      expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
+    });
+  });
+});
+
+/** A FileSystem that fails chosen calls once, on any disk. */
+class FaultyFileSystem implements FileSystem {
+  readonly #faults: { op: keyof FileSystem; path: string; code: string }[] = [];
+  constructor(readonly inner: FileSystem) {}
+  failOnce(op: keyof FileSystem, path: string, code: string): void {
+    this.#faults.push({ op, path, code });
+  }
+  #check(op: keyof FileSystem, path: string): void {
+    const i = this.#faults.findIndex((f) => f.op === op && f.path === path);
+    if (i < 0) return;
+    const [fault] = this.#faults.splice(i, 1);
+    throw fsError(fault!.code, op, path, 'injected');
+  }
+  async lstat(path: string): Promise<FileStat | null> {
+    this.#check('lstat', path);
+    return this.inner.lstat(path);
+  }
+  async readdir(path: string): Promise<DirEntry[]> {
+    this.#check('readdir', path);
+    return this.inner.readdir(path);
+  }
+  async readFile(path: string): Promise<Uint8Array> {
+    this.#check('readFile', path);
+    return this.inner.readFile(path);
+  }
+  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
+    this.#check('writeFile', path);
+    return this.inner.writeFile(path, data, opts);
+  }
+  async mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
+    this.#check('mkdir', path);
+    return this.inner.mkdir(path, opts);
+  }
+  async rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
+    this.#check('rm', path);
+    return this.inner.rm(path, opts);
+  }
+  async rename(from: string, to: string): Promise<void> {
+    this.#check('rename', from);
+    return this.inner.rename(from, to);
+  }
+}
+
+/** Every entry under `dir` (files with content, folders as null), the marker included. */
+async function tree(fs: FileSystem, dir: string): Promise<Record<string, string | null>> {
+  const out: Record<string, string | null> = {};
+  const walk = async (hostDir: string, rel: string): Promise<void> => {
+    for (const entry of await fs.readdir(hostDir)) {
+      const path = `${rel}/${entry.name}`;
+      if (entry.type === 'directory') {
+        out[path] = null;
+        await walk(`${hostDir}/${entry.name}`, path);
+      } else {
+        out[path] = new TextDecoder().decode(await fs.readFile(`${hostDir}/${entry.name}`));
+      }
+    }
+  };
+  await walk(dir, '');
+  return out;
+}
+
+/** The memory files under `dir` (no folders, no marker), as wire path -> content. */
+async function memoryFiles(fs: FileSystem, dir: string): Promise<Record<string, string>> {
+  const all = await tree(fs, dir);
+  return Object.fromEntries(
+    Object.entries(all).filter((e): e is [string, string] => e[1] !== null && e[0] !== `/${MARKER_FILE}`),
+  );
+}
+
+const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
+
+describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
+  let h: Harness;
+  let dir: string;
+  let marker: string;
+  beforeEach(async () => {
+    h = await makeHarness(disk);
+    dir = `${h.memoryRoot}/notes`;
+    marker = `${dir}/${MARKER_FILE}`;
+  });
+  afterEach(() => h.cleanup());
+
+  async function mounted(opts: Partial<MemoryMounterOptions> = {}, seed: Record<string, string> = SEED): Promise<MemoryMounter> {
+    h.client.seed(STORE, seed);
+    const mounter = h.mounter(opts);
+    await mounter.materialize([notesResource()]);
+    return mounter;
+  }
+  const writes = () => h.client.count('create') + h.client.count('update') + h.client.count('delete');
+
+  const spoilers: [string, (h: Harness, marker: string) => Promise<void>][] = [
+    ['marker missing', (h, marker) => h.remove(marker)],
+    ['marker naming another store', (h, marker) => h.write(marker, `${JSON.stringify({ memory_store_id: 'memstore_someone_else' })}\n`)],
+  ];
+
+  describe.each(spoilers)('%s, with files present', (_label, spoil) => {
+    it('is left exactly as found at this and every later sync, whatever changes on either side', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await spoil(h, marker);
+      // Local edits of every kind, and remote edits of every kind.
+      await h.write(`${dir}/a.md`, 'alpha, edited locally');
+      await h.write(`${dir}/new.md`, 'a new local file');
+      await h.remove(`${dir}/b.md`);
+      h.client.putAs(STORE, '/d/c.md', 'gamma, edited remotely');
+      h.client.putAs(STORE, '/r.md', 'a new remote memory');
+      h.client.removeAs(STORE, '/a.md');
+      const local = await tree(h.fs, dir);
+      const remote = h.client.snapshot(STORE);
+      const gets = h.client.count('get');
+
+      const first = await m.reconcile({ force: true });
+      expect(first!.stores[0]).toMatchObject({ status: 'skipped', pulled: [], pushed: [], deletedLocal: [], deletedRemote: [] });
+      expect(first!.stores[0]!.reason).toMatch(/not trusted/);
+      h.clock.advance(120);
+      const later = await m.reconcile();
+      expect(later!.stores[0]!.status).toBe('skipped');
+      await m.reconcile({ force: true });
+
+      expect(await tree(h.fs, dir)).toEqual(local);
+      expect(h.client.snapshot(STORE)).toEqual(remote);
+      expect(writes()).toBe(0);
+      expect(h.client.count('get')).toBe(gets);
+      expect(h.logger.warnings().some((w) => w.fields.memory_store_id === STORE && w.fields.path === dir)).toBe(true);
+    });
+
+    it('stays untrusted even if the right marker comes back later', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      const ownMarker = await h.read(marker);
+      await spoil(h, marker);
+      await m.reconcile({ force: true });
+      await h.write(marker, ownMarker!);
+      await h.write(`${dir}/a.md`, 'edited after the marker came back');
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('skipped');
+      expect(writes()).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+    });
+
+    it('is left in place at finalize, reported in leftInPlace, nothing sent', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await spoil(h, marker);
+      await m.reconcile({ force: true });
+      await h.write(`${dir}/a.md`, 'edited before finalize');
+      await h.remove(`${dir}/b.md`);
+      h.client.putAs(STORE, '/d/c.md', 'remote edit before finalize');
+      const local = await tree(h.fs, dir);
+      const remote = h.client.snapshot(STORE);
+
+      const report = await m.finalize();
+      expect(report.leftInPlace.map((l) => l.path)).toContain(dir);
+      expect(report.removed).not.toContain(dir);
+      expect(await tree(h.fs, dir)).toEqual(local);
+      expect(h.client.snapshot(STORE)).toEqual(remote);
+      expect(writes()).toBe(0);
+    });
+
+    it.each(['completed', 'aborted'] as const)('found first at finalize (%s): nothing sent, folder left as found', async (outcome) => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await spoil(h, marker);
+      await h.write(`${dir}/a.md`, 'edited, never synced');
+      await h.remove(`${dir}/b.md`);
+      await h.write(`${dir}/new.md`, 'new, never synced');
+      h.client.putAs(STORE, '/d/c.md', 'remote edit');
+      const local = await tree(h.fs, dir);
+      const remote = h.client.snapshot(STORE);
+      const gets = h.client.count('get');
+
+      const report = await m.finalize({ outcome });
+      expect(report.leftInPlace.map((l) => l.path)).toEqual([dir]);
+      expect(report.removed).toEqual([]);
+      expect(await tree(h.fs, dir)).toEqual(local);
+      expect(h.client.snapshot(STORE)).toEqual(remote);
+      expect(writes()).toBe(0);
+      expect(h.client.count('get')).toBe(gets);
+    });
+  });
+
+  it('a store path that is no longer a directory is left as found, at syncs and at finalize', async () => {
+    const m = await mounted({ deleteGracePeriod: 0 });
+    await h.remove(dir);
+    await h.write(dir, 'someone else put a file here');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.status).toBe('skipped');
+    const final = await m.finalize();
+    expect(final.leftInPlace.map((l) => l.path)).toEqual([dir]);
+    expect(await h.read(dir)).toBe('someone else put a file here');
+    expect(writes()).toBe(0);
+    expect(h.client.snapshot(STORE)).toEqual(SEED);
+  });
+
+  describe('re-download', () => {
+    it('folder gone: re-downloaded from the store as it is now; no deletes, no uploads', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      const ownMarker = await h.read(marker);
+      await h.remove(dir);
+      h.client.putAs(STORE, '/a.md', 'alpha v2');
+      h.client.putAs(STORE, '/e/f.md', 'new remote');
+      const remote = h.client.snapshot(STORE);
+
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('redownloaded');
+      expect([...report!.stores[0]!.pulled].sort()).toEqual(Object.keys(remote).sort());
+      expect(report!.stores[0]).toMatchObject({ pushed: [], deletedRemote: [], deletedLocal: [] });
+      expect(await memoryFiles(h.fs, dir)).toEqual(remote);
+      expect(await h.read(marker)).toBe(ownMarker);
+      expect(writes()).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(remote);
+
+      // The baseline is the new download: the next sync has nothing to do.
+      h.clock.advance(60);
+      const next = await m.reconcile({ force: true });
+      expect(next!.stores[0]).toMatchObject({ status: 'synced', pulled: [], pushed: [], deletedRemote: [], deletedLocal: [] });
+      expect(writes()).toBe(0);
+    });
+
+    // Engine bug: the re-download makes only the store folder, non-recursively, so with the folder
+    // above it gone the mkdir fails (ENOENT) and every later pass fails the same way.
+    it('folder of a nested mount gone together with the folder above it: re-downloaded', async () => {
+      h.client.seed(STORE, SEED);
+      const m = h.mounter({ deleteGracePeriod: 0 });
+      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      await h.remove(`${h.memoryRoot}/team`);
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('redownloaded');
+      expect(await memoryFiles(h.fs, `${h.memoryRoot}/team/notes`)).toEqual(SEED);
+      expect(writes()).toBe(0);
+    });
+
+    it('folder emptied (marker gone, no files, empty sub-folders left): re-downloaded; no deletes, no uploads', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await h.remove(marker);
+      await h.remove(`${dir}/a.md`);
+      await h.remove(`${dir}/b.md`);
+      await h.remove(`${dir}/d/c.md`);
+      h.client.putAs(STORE, '/b.md', 'beta v2');
+      const remote = h.client.snapshot(STORE);
+
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('redownloaded');
+      expect(await memoryFiles(h.fs, dir)).toEqual(remote);
+      expect(await h.exists(marker)).toBe(true);
+      expect(writes()).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(remote);
+      const next = await m.reconcile({ force: true });
+      expect(next!.stores[0]).toMatchObject({ status: 'synced', pushed: [], deletedRemote: [] });
+    });
+
+    it('every memory file gone at once (marker intact, baseline of 2): re-download, no remote deletes, grace 0, forced', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 }, { '/a.md': 'alpha', '/b.md': 'beta' });
+      await h.remove(`${dir}/a.md`);
+      await h.remove(`${dir}/b.md`);
+      h.clock.advance(3600);
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('redownloaded');
+      expect(report!.stores[0]!.deletedRemote).toEqual([]);
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'beta' });
+      expect(await memoryFiles(h.fs, dir)).toEqual({ '/a.md': 'alpha', '/b.md': 'beta' });
+      // And it stays that way.
+      h.clock.advance(3600);
+      await m.reconcile({ force: true });
+      expect(h.client.count('delete')).toBe(0);
+    });
+
+    it('a wiped folder found at finalize (grace waived) is not read as deletions either', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await h.remove(`${dir}/a.md`);
+      await h.remove(`${dir}/b.md`);
+      await h.remove(`${dir}/d`);
+      const report = await m.finalize();
+      expect(report.sync!.stores[0]!.status).toBe('redownloaded');
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+      expect(report.removed).toContain(dir);
+    });
+
+    // SPEC 4.4 counts *memory* files: a new file beside the wipe does not make it a set of deletions.
+    it('every memory file gone at once while a new file was written: still a wipe, no remote deletes', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 });
+      await h.remove(`${dir}/a.md`);
+      await h.remove(`${dir}/b.md`);
+      await h.remove(`${dir}/d`);
+      await h.write(`${dir}/fresh.md`, 'written after the wipe');
+      await m.reconcile({ force: true });
+      expect(h.client.count('delete')).toBe(0);
+      expect(h.client.snapshot(STORE)).toMatchObject(SEED);
+    });
+  });
+
+  describe('single-file baseline', () => {
+    it('its file deleted is a normal deletion candidate: sent once due (grace 0)', async () => {
+      const m = await mounted({ deleteGracePeriod: 0 }, { '/only.md': 'the one' });
+      await h.remove(`${dir}/only.md`);
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]!.status).toBe('synced');
+      expect(report!.stores[0]!.deletedRemote).toEqual(['/only.md']);
+      expect(h.client.snapshot(STORE)).toEqual({});
+      expect(await h.exists(`${dir}/only.md`)).toBe(false);
+    });
+
+    it('its file deleted waits out the grace period like any candidate', async () => {
+      const m = await mounted({ deleteGracePeriod: 30 }, { '/only.md': 'the one' });
+      await h.remove(`${dir}/only.md`);
+      const report = await m.reconcile({ force: true });
+      expect(report!.stores[0]).toMatchObject({ status: 'synced', pendingDeletions: ['/only.md'], deletedRemote: [] });
+      expect(await h.exists(`${dir}/only.md`)).toBe(false);
+    });
+  });
+
+  it('an unreadable store folder skips the pass (nothing sent, nothing re-downloaded) and is not held against it later', async () => {
+    h.client.seed(STORE, SEED);
+    const fs = new FaultyFileSystem(h.fs);
+    const m = h.mounter({ fileSystem: fs, deleteGracePeriod: 0 });
+    await m.materialize([notesResource()]);
+    await h.remove(`${dir}/a.md`);
+    fs.failOnce('readdir', dir, 'EACCES');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.status).toBe('failed');
+    expect(report!.stores[0]!.reason).toMatch(/EACCES/);
+    expect(writes()).toBe(0);
+    expect(await h.exists(`${dir}/a.md`)).toBe(false);
+    const next = await m.reconcile({ force: true });
+    expect(next!.stores[0]).toMatchObject({ status: 'synced', deletedRemote: ['/a.md'] });
+  });
+});

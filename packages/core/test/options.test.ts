@@ -1,0 +1,240 @@
+import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import createDebug from 'debug';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions, type StoreMemory } from '@memory-mounter/core';
+import { DISKS, makeHarness, notesResource, RecordingLogger, STORE, type Harness } from './harness.js';
+
+/** MemoryMounterOptions: every refusal names its option; every default is measured, not read back. */
+
+function configError(options: unknown): MemoryConfigError {
+  let caught: unknown;
+  try {
+    new MemoryMounter(options as MemoryMounterOptions);
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught).toBeInstanceOf(MemoryConfigError);
+  return caught as MemoryConfigError;
+}
+
+const valid = (): MemoryMounterOptions => ({
+  storeClient: new InMemoryStoreClient(),
+  fileSystem: new MemfsFileSystem({ '/mnt/memory': null }),
+  logger: new RecordingLogger(),
+  now: () => 0,
+});
+
+const noop = () => undefined;
+const fsMethods = { lstat: noop, readdir: noop, readFile: noop, writeFile: noop, mkdir: noop, rm: noop };
+
+describe('MemoryConfigError, naming the option at fault', () => {
+  const cases: [option: keyof MemoryMounterOptions, values: unknown[]][] = [
+    ['memory_sync_interval', [0, -1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '15', null, true]],
+    ['memory_sync_deletions', ['on', 'ENABLED', 'delete', '', 1]],
+    ['deleteGracePeriod', [-1, -0.001, Number.NaN, Number.POSITIVE_INFINITY, '30', null]],
+    ['finalSyncTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null]],
+    ['memoryRoot', ['mnt/memory', './mnt/memory', '', '~/memory', '/mnt/\0memory', 42]],
+    ['storeClient', [undefined, null, {}, 'client', { list: noop, get: noop, create: noop, update: noop }]],
+    ['fileSystem', [null, {}, 'fs', fsMethods /* no rename */]],
+    ['logger', [null, {}, 'console', { debug: noop, info: noop, warn: noop } /* no error */]],
+    ['now', [null, 123, 'Date.now', { now: noop }]],
+  ];
+  describe.each(cases)('%s', (option, values) => {
+    it.each(values.map((v) => [typeof v === 'string' ? JSON.stringify(v) : String(v), v]))('%s', (_label, value) => {
+      const err = configError({ ...valid(), [option]: value });
+      expect(err.option).toBe(option);
+      expect(err.message).toContain(option);
+    });
+  });
+
+  it('no options object at all', () => {
+    configError(undefined);
+    configError(null);
+  });
+
+  it('is thrown by the constructor before anything is touched', () => {
+    const client = new InMemoryStoreClient();
+    const fs = new MemfsFileSystem({ '/mnt/memory': null });
+    const calls: string[] = [];
+    for (const op of ['lstat', 'readdir', 'readFile', 'writeFile', 'mkdir', 'rm', 'rename'] as const) {
+      const original = fs[op].bind(fs) as (...args: unknown[]) => unknown;
+      (fs as unknown as Record<string, unknown>)[op] = (...args: unknown[]) => {
+        calls.push(op);
+        return original(...args);
+      };
+    }
+    configError({ storeClient: client, fileSystem: fs, memory_sync_interval: 0 });
+    expect(calls).toEqual([]);
+    expect(client.requests).toEqual([]);
+  });
+
+  it('accepts the edges of each range', () => {
+    expect(() => new MemoryMounter({ ...valid(), memory_sync_interval: 0.001, deleteGracePeriod: 0, finalSyncTimeout: 0.001 })).not.toThrow();
+    for (const mode of ['enabled', 'log_only', 'disabled'] as const) {
+      expect(() => new MemoryMounter({ ...valid(), memory_sync_deletions: mode })).not.toThrow();
+    }
+    expect(() => new MemoryMounter({ storeClient: new InMemoryStoreClient() })).not.toThrow();
+  });
+});
+
+describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
+  let h: Harness;
+  let dir: string;
+  beforeEach(async () => {
+    h = await makeHarness(disk);
+    dir = `${h.memoryRoot}/notes`;
+  });
+  afterEach(() => h.cleanup());
+
+  async function mounted(opts: Partial<MemoryMounterOptions> = {}): Promise<MemoryMounter> {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
+    const m = h.mounter(opts);
+    await m.materialize([notesResource()]);
+    return m;
+  }
+
+  it('memory_sync_interval defaults to 15 s (materialize counts as a sync)', async () => {
+    const m = await mounted();
+    h.clock.advance(14.999);
+    expect(await m.reconcile()).toBeNull();
+    h.clock.advance(0.001);
+    expect(await m.reconcile()).not.toBeNull();
+    expect(await m.reconcile()).toBeNull();
+    h.clock.advance(14.999);
+    expect(await m.reconcile()).toBeNull();
+    h.clock.advance(0.001);
+    expect(await m.reconcile()).not.toBeNull();
+  });
+
+  it('memory_sync_interval is in seconds', async () => {
+    const m = await mounted({ memory_sync_interval: 2.5 });
+    h.clock.advance(2.499);
+    expect(await m.reconcile()).toBeNull();
+    h.clock.advance(0.001);
+    expect(await m.reconcile()).not.toBeNull();
+  });
+
+  it('deleteGracePeriod defaults to 30 s from when the file is first seen missing, and deletions default to enabled', async () => {
+    const m = await mounted();
+    await h.remove(`${dir}/a.md`);
+    const first = await m.reconcile({ force: true });
+    expect(first!.stores[0]!.pendingDeletions).toEqual(['/a.md']);
+    h.clock.advance(29.999);
+    const before = await m.reconcile({ force: true });
+    expect(before!.stores[0]!.pendingDeletions).toEqual(['/a.md']);
+    expect(h.client.count('delete')).toBe(0);
+    h.clock.advance(0.001);
+    const due = await m.reconcile({ force: true });
+    expect(due!.stores[0]!.deletedRemote).toEqual(['/a.md']);
+    expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta' });
+  });
+
+  it('deleteGracePeriod is in seconds', async () => {
+    const m = await mounted({ deleteGracePeriod: 1.5 });
+    await h.remove(`${dir}/a.md`);
+    await m.reconcile({ force: true });
+    h.clock.advance(1.499);
+    await m.reconcile({ force: true });
+    expect(h.client.count('delete')).toBe(0);
+    h.clock.advance(0.001);
+    await m.reconcile({ force: true });
+    expect(h.client.count('delete')).toBe(1);
+  });
+
+  it('memoryRoot is normalised: a trailing slash or a ./ segment mounts at the same place', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha' });
+    const m = h.mounter({ memoryRoot: `${h.memoryRoot}/./` });
+    await m.materialize([notesResource()]);
+    expect(m.roots).toEqual([dir]);
+    expect(await h.read(`${dir}/a.md`)).toBe('alpha');
+    expect(() => m.checkWrite(`${h.memoryRoot}/x.md`)).toThrow(expect.objectContaining({ reason: 'outside_store' }));
+  });
+
+  it('finalSyncTimeout defaults to 30 s, bounding the final sync and, separately, the flush', async () => {
+    const m = await mounted();
+    // A store that never answers, and ignores the abort.
+    h.client.list = () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }) });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let done = false;
+      const finalizing = m.finalize().then((r) => {
+        done = true;
+        return r;
+      });
+      await vi.advanceTimersByTimeAsync(29_999);
+      expect(done).toBe(false);
+      // The sync's bound fires at 30 s; the flush then gets 30 s of its own, so nothing ends before 60 s.
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(done).toBe(false);
+      // Each cut-off pass gets a short moment to wind down; well within 64 s it is over.
+      await vi.advanceTimersByTimeAsync(4_000);
+      vi.useRealTimers();
+      const report = await finalizing;
+      expect(report.timedOut).toEqual({ sync: true, flush: true });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('defaults that need no harness', () => {
+  it('memoryRoot defaults to /mnt/memory', async () => {
+    const client = new InMemoryStoreClient();
+    client.seed(STORE, { '/a.md': 'alpha' });
+    const fs = new MemfsFileSystem({ '/mnt/memory': null });
+    const m = new MemoryMounter({ storeClient: client, fileSystem: fs, logger: new RecordingLogger() });
+    const [mount] = await m.materialize([notesResource()]);
+    expect(mount!.path).toBe('/mnt/memory/notes');
+    expect(new TextDecoder().decode(await fs.readFile('/mnt/memory/notes/a.md'))).toBe('alpha');
+    await m.finalize();
+  });
+
+  it('fileSystem defaults to the real disk (NodeFileSystem)', async () => {
+    const base = await realpath(await mkdtemp(join(tmpdir(), 'mm-options-')));
+    try {
+      const client = new InMemoryStoreClient();
+      client.seed(STORE, { '/a.md': 'alpha' });
+      const m = new MemoryMounter({ storeClient: client, memoryRoot: base, logger: new RecordingLogger() });
+      await m.materialize([notesResource()]);
+      expect(await readFile(join(base, 'notes', 'a.md'), 'utf8')).toBe('alpha');
+      await m.finalize();
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it('now defaults to Date.now', async () => {
+    const client = new InMemoryStoreClient();
+    const m = new MemoryMounter({
+      storeClient: client,
+      fileSystem: new MemfsFileSystem({ '/mnt/memory': null }),
+      logger: new RecordingLogger(),
+      memory_sync_interval: 0.05,
+    });
+    await m.materialize([notesResource()]);
+    expect(await m.reconcile()).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(await m.reconcile()).not.toBeNull();
+  });
+
+  it('the logger defaults to the debug package under memory-mounter:*', async () => {
+    const lines: string[] = [];
+    const previousLog = createDebug.log;
+    const previousNamespaces = createDebug.disable();
+    createDebug.log = (...args: unknown[]) => void lines.push(args.map(String).join(' '));
+    createDebug.enable('memory-mounter:*');
+    try {
+      const client = new InMemoryStoreClient();
+      client.seed(STORE, { '/a.md': 'alpha' });
+      const m = new MemoryMounter({ storeClient: client, fileSystem: new MemfsFileSystem({ '/mnt/memory': null }) });
+      await m.materialize([notesResource()]);
+      expect(lines.some((l) => l.includes('memory-mounter:info') && l.includes(STORE))).toBe(true);
+    } finally {
+      createDebug.log = previousLog;
+      createDebug.enable(previousNamespaces);
+    }
+  });
+});

@@ -10,6 +10,7 @@
  */
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { SessionMemoryStores } from '@anthropic-ai/sdk/tools/agent-toolset/node';
@@ -98,10 +99,16 @@ describe(`mount + teardown, ${STORE_SIZE} memories`, () => {
 function mountedPair(label: string) {
   let pair: Promise<{ mounter: MemoryMounter; stores: SessionMemoryStores }> | undefined;
   return () =>
-    (pair ??= (async () => ({
-      mounter: await mounterIn(join(base, `mm-${label}`), 'notes'),
-      stores: await sdkStoresIn(join(base, `sdk-${label}`), 'notes'),
-    }))());
+    (pair ??= (async () => {
+      const mounted = {
+        mounter: await mounterIn(join(base, `mm-${label}`), 'notes'),
+        stores: await sdkStoresIn(join(base, `sdk-${label}`), 'notes'),
+      };
+      // Files written a moment ago are re-read on purpose (their timestamps may not move on the
+      // next edit); a session's memory is mostly older than that, so measure it settled.
+      await sleep(2_100);
+      return mounted;
+    })());
 }
 
 describe(`idle sync, ${STORE_SIZE} memories`, () => {

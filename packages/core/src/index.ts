@@ -24,4 +24,4 @@ export { sha256Hex } from './sha256.js';
 export { planStore, classify, deleteCap, settleUnknownWrites } from './plan.js';
 export type { Action, Plan, PlanInput, RemoteEntry, Row } from './plan.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
-export { scanStore, type LocalFile, type LocalSnapshot } from './scan.js';
+export { scanStore, type LocalFile, type LocalSnapshot, type ScanCache } from './scan.js';

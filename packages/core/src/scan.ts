@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { Semaphore } from 'async-mutex';
 import { errorCode, type FileSystem } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker, type MarkerState } from './marker.js';
@@ -30,17 +31,46 @@ export interface LocalSnapshot {
   blocked: Map<string, string>;
 }
 
-export async function scanStore(fs: FileSystem, storeRoot: string, memoryStoreId: string): Promise<LocalSnapshot> {
+/**
+ * What a previous scan learnt of each file, so an unchanged file is not read again. Kept by the
+ * caller between scans; `scanStore` refreshes it in place.
+ */
+export type ScanCache = Map<string, { size: number; mtimeMs: number; ctimeMs: number; hashedAt: number; file: LocalFile }>;
+
+/**
+ * A file changed within this long of being hashed could change again without moving its
+ * timestamps (coarse clocks, same-tick writes); it is read again until it is older than that.
+ */
+const RACY_WINDOW_MS = 2_000;
+/** Files read at once: enough to keep libuv's pool busy, few enough to bound memory. */
+const READ_CONCURRENCY = 16;
+
+export async function scanStore(
+  fs: FileSystem,
+  storeRoot: string,
+  memoryStoreId: string,
+  cache: ScanCache = new Map(),
+): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
   const rootStat = await fs.lstat(storeRoot);
   if (!rootStat) return { ...snapshot, root: 'missing' };
   if (rootStat.type !== 'directory') return { ...snapshot, root: 'not_directory' };
   snapshot.marker = await readMarker(fs, storeRoot, memoryStoreId);
-  await scanDirectory(fs, storeRoot, '', snapshot);
+  const filesFound: { hostPath: string; wirePath: string }[] = [];
+  await scanDirectory(fs, storeRoot, '', snapshot, filesFound);
+  const slots = new Semaphore(READ_CONCURRENCY);
+  await Promise.all(filesFound.map((f) => slots.runExclusive(() => scanFile(fs, f.hostPath, f.wirePath, snapshot, cache))));
+  for (const path of cache.keys()) if (!snapshot.files.has(path)) cache.delete(path);
   return snapshot;
 }
 
-async function scanDirectory(fs: FileSystem, hostDir: string, wireDir: string, out: LocalSnapshot): Promise<void> {
+async function scanDirectory(
+  fs: FileSystem,
+  hostDir: string,
+  wireDir: string,
+  out: LocalSnapshot,
+  filesFound: { hostPath: string; wirePath: string }[],
+): Promise<void> {
   let entries;
   try {
     entries = await fs.readdir(hostDir);
@@ -56,10 +86,10 @@ async function scanDirectory(fs: FileSystem, hostDir: string, wireDir: string, o
     const hostPath = posix.join(hostDir, entry.name);
     switch (entry.type) {
       case 'directory':
-        await scanDirectory(fs, hostPath, wirePath, out);
+        await scanDirectory(fs, hostPath, wirePath, out, filesFound);
         break;
       case 'file':
-        await scanFile(fs, hostPath, wirePath, out);
+        filesFound.push({ hostPath, wirePath });
         break;
       case 'symlink':
         out.blocked.set(wirePath, 'is a symlink');
@@ -70,7 +100,21 @@ async function scanDirectory(fs: FileSystem, hostDir: string, wireDir: string, o
   }
 }
 
-async function scanFile(fs: FileSystem, hostPath: string, wirePath: string, out: LocalSnapshot): Promise<void> {
+async function scanFile(fs: FileSystem, hostPath: string, wirePath: string, out: LocalSnapshot, cache: ScanCache): Promise<void> {
+  const stat = await fs.lstat(hostPath).catch(() => null);
+  const known = cache.get(wirePath);
+  if (
+    stat?.type === 'file' &&
+    known &&
+    known.size === stat.size &&
+    known.mtimeMs === stat.mtimeMs &&
+    known.ctimeMs === stat.ctimeMs &&
+    known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > RACY_WINDOW_MS
+  ) {
+    out.files.set(wirePath, known.file);
+    return;
+  }
+  const hashedAt = Date.now();
   let bytes: Uint8Array;
   try {
     bytes = await fs.readFile(hostPath);
@@ -88,4 +132,8 @@ async function scanFile(fs: FileSystem, hostPath: string, wirePath: string, out:
   else if (bytes.byteLength > MAX_MEMORY_BYTES) file.unpushable = `is larger than ${MAX_MEMORY_BYTES} bytes`;
   else if (decodeUtf8(bytes) === null) file.unpushable = 'is not UTF-8 text';
   out.files.set(wirePath, file);
+  // Cache only when the stat taken before the read still describes what was read.
+  if (stat?.type === 'file' && stat.size === bytes.byteLength) {
+    cache.set(wirePath, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, hashedAt, file });
+  }
 }

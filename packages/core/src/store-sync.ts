@@ -119,7 +119,7 @@ export class StoreSync {
     }
     opts.signal.throwIfAborted();
 
-    const snapshot = await scanStore(fs, mount.path, mount.memoryStoreId);
+    const snapshot = await scanStore(fs, mount.path, mount.memoryStoreId, state.scanCache);
     const verdict = assessFolder(snapshot, state.baseline);
     switch (verdict.kind) {
       case 'distrusted':

@@ -1,3 +1,5 @@
+import type { ScanCache } from './scan.js';
+
 /**
  * What the engine remembers about one store between passes. Only the executor moves it, and
  * only for what was really applied, path by path: a failed transfer leaves its path as it was,
@@ -16,6 +18,8 @@ export interface SyncState {
   warned: Set<string>;
   /** Set once the folder fails the trust check; never cleared (SPEC 4.4). */
   distrusted: string | null;
+  /** File hashes by stat, so an idle pass reads no file twice. */
+  scanCache: ScanCache;
 }
 
 export function emptySyncState(): SyncState {
@@ -26,5 +30,6 @@ export function emptySyncState(): SyncState {
     unknownWrites: new Map(),
     warned: new Set(),
     distrusted: null,
+    scanCache: new Map(),
   };
 }

@@ -10,52 +10,11 @@ import {
   type MemoryMounterOptions,
   type StoreMemory,
 } from '@memory-mounter/core';
+import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
 
 /** SPEC 4.5: the final sync, the flush, their time bounds, and the removal of what was created. */
 
-/** A FileSystem that fails chosen calls, on any disk. */
-class FaultyFileSystem implements FileSystem {
-  readonly #faults: { op: keyof FileSystem; path: string; code: string }[] = [];
-  constructor(readonly inner: FileSystem) {}
-  fail(op: keyof FileSystem, path: string, code: string, times = 1): void {
-    for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
-  }
-  #check(op: keyof FileSystem, path: string): void {
-    const i = this.#faults.findIndex((f) => f.op === op && f.path === path);
-    if (i < 0) return;
-    const [fault] = this.#faults.splice(i, 1);
-    throw fsError(fault!.code, op, path, 'injected');
-  }
-  async lstat(path: string): Promise<FileStat | null> {
-    this.#check('lstat', path);
-    return this.inner.lstat(path);
-  }
-  async readdir(path: string): Promise<DirEntry[]> {
-    this.#check('readdir', path);
-    return this.inner.readdir(path);
-  }
-  async readFile(path: string): Promise<Uint8Array> {
-    this.#check('readFile', path);
-    return this.inner.readFile(path);
-  }
-  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
-    this.#check('writeFile', path);
-    return this.inner.writeFile(path, data, opts);
-  }
-  async mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
-    this.#check('mkdir', path);
-    return this.inner.mkdir(path, opts);
-  }
-  async rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
-    this.#check('rm', path);
-    return this.inner.rm(path, opts);
-  }
-  async rename(from: string, to: string): Promise<void> {
-    this.#check('rename', from);
-    return this.inner.rename(from, to);
-  }
-}
 
 const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
 const FOREIGN_MARKER = `${JSON.stringify({ memory_store_id: 'memstore_someone_else' })}\n`;

@@ -11,6 +11,7 @@ import {
   type MemoryMounter,
   type MemoryMounterOptions,
 } from '@memory-mounter/core';
+import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
 
 /** SPEC 4.4: is this still the folder made for this store, and can the table be trusted with it? */
@@ -107,48 +108,6 @@ describe('assessFolder (pure)', () => {
   });
 });
 
-/** A FileSystem that fails chosen calls once, on any disk. */
-class FaultyFileSystem implements FileSystem {
-  readonly #faults: { op: keyof FileSystem; path: string; code: string }[] = [];
-  constructor(readonly inner: FileSystem) {}
-  failOnce(op: keyof FileSystem, path: string, code: string): void {
-    this.#faults.push({ op, path, code });
-  }
-  #check(op: keyof FileSystem, path: string): void {
-    const i = this.#faults.findIndex((f) => f.op === op && f.path === path);
-    if (i < 0) return;
-    const [fault] = this.#faults.splice(i, 1);
-    throw fsError(fault!.code, op, path, 'injected');
-  }
-  async lstat(path: string): Promise<FileStat | null> {
-    this.#check('lstat', path);
-    return this.inner.lstat(path);
-  }
-  async readdir(path: string): Promise<DirEntry[]> {
-    this.#check('readdir', path);
-    return this.inner.readdir(path);
-  }
-  async readFile(path: string): Promise<Uint8Array> {
-    this.#check('readFile', path);
-    return this.inner.readFile(path);
-  }
-  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
-    this.#check('writeFile', path);
-    return this.inner.writeFile(path, data, opts);
-  }
-  async mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
-    this.#check('mkdir', path);
-    return this.inner.mkdir(path, opts);
-  }
-  async rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
-    this.#check('rm', path);
-    return this.inner.rm(path, opts);
-  }
-  async rename(from: string, to: string): Promise<void> {
-    this.#check('rename', from);
-    return this.inner.rename(from, to);
-  }
-}
 
 /** Every entry under `dir` (files with content, folders as null), the marker included. */
 async function tree(fs: FileSystem, dir: string): Promise<Record<string, string | null>> {
@@ -422,7 +381,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     const m = h.mounter({ fileSystem: fs, deleteGracePeriod: 0 });
     await m.materialize([notesResource()]);
     await h.remove(`${dir}/a.md`);
-    fs.failOnce('readdir', dir, 'EACCES');
+    fs.fail('readdir', dir, 'EACCES');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.status).toBe('failed');
     expect(report!.stores[0]!.reason).toMatch(/EACCES/);

@@ -7,3 +7,4 @@ export {
   type StoreRequest,
 } from './in-memory-store-client.js';
 export * from './memory-api-server/index.js';
+export { FaultyFileSystem } from './faulty-file-system.js';

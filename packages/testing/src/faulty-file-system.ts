@@ -1,0 +1,61 @@
+import { fsError, type DirEntry, type FileStat, type FileSystem } from '@memory-mounter/core';
+
+type Op = keyof FileSystem;
+
+/**
+ * Wraps any FileSystem (a real temp dir included) and fails chosen calls with a Node-style
+ * error: `fail('rm', '/mnt/memory/notes', 'EIO')` makes the next `rm` of that path throw
+ * `EIO` without touching the disk. Faults are used up in the order they were added.
+ */
+export class FaultyFileSystem implements FileSystem {
+  readonly #faults: { op: Op; path: string; code: string }[] = [];
+
+  constructor(readonly inner: FileSystem) {}
+
+  /** The next `times` calls of `op` on exactly `path` (for `rename`, its source) fail with `code`. */
+  fail(op: Op, path: string, code: string, times = 1): void {
+    for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
+  }
+
+  async lstat(path: string): Promise<FileStat | null> {
+    this.#inject('lstat', path);
+    return this.inner.lstat(path);
+  }
+
+  async readdir(path: string): Promise<DirEntry[]> {
+    this.#inject('readdir', path);
+    return this.inner.readdir(path);
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.#inject('readFile', path);
+    return this.inner.readFile(path);
+  }
+
+  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
+    this.#inject('writeFile', path);
+    return this.inner.writeFile(path, data, opts);
+  }
+
+  async mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
+    this.#inject('mkdir', path);
+    return this.inner.mkdir(path, opts);
+  }
+
+  async rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
+    this.#inject('rm', path);
+    return this.inner.rm(path, opts);
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    this.#inject('rename', from);
+    return this.inner.rename(from, to);
+  }
+
+  #inject(op: Op, path: string): void {
+    const index = this.#faults.findIndex((f) => f.op === op && f.path === path);
+    if (index < 0) return;
+    const [fault] = this.#faults.splice(index, 1);
+    throw fsError(fault!.code, op, path, 'injected fault');
+  }
+}

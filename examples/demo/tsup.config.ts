@@ -10,5 +10,8 @@ export default defineConfig({
   clean: true,
   silent: true,
   noExternal: [/^@memory-mounter\//],
+  // The packages' CommonJS dependencies (debug, fs-extra) are bundled too, and they `require`
+  // Node built-ins; an ESM bundle has no `require` unless it makes one.
+  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   tsconfig: '../../tsconfig.json',
 });

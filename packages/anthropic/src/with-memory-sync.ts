@@ -1,3 +1,4 @@
+import { realpath } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
@@ -12,6 +13,12 @@ export interface WithMemorySyncOptions {
   targetPath?: (toolName: string, input: unknown) => string | undefined;
   /** Where a failed sync is reported. Default: the `debug` logger. */
   logger?: Logger;
+  /**
+   * Where a path really lands once symlinks on the way are followed, for the guard to check as
+   * well as the path as written. Default: the real disk's `realpath` of the deepest existing
+   * folder, plus the rest. Pass `false` when the tools do not write to the real disk.
+   */
+  realPath?: ((path: string) => Promise<string>) | false;
 }
 
 /**
@@ -28,13 +35,20 @@ export function withMemorySync<T extends BetaRunnableTool>(tools: readonly T[], 
   const targetPath = options.targetPath ?? filePathOf;
   const workdir = options.workdir ?? process.cwd();
   const logger = options.logger ?? debugLogger();
+  const realPath = options.realPath === undefined ? realPathOnDisk : options.realPath;
 
   return tools.map((tool) => {
     const name = 'name' in tool && typeof tool.name === 'string' ? tool.name : undefined;
     const run: BetaRunnableTool['run'] = async (input, context) => {
       try {
         const target = name !== undefined && writeTools.has(name) ? targetPath(name, input) : undefined;
-        if (target !== undefined) refuseIfGuarded(mounter, name!, posix.resolve(workdir, target));
+        if (target !== undefined) {
+          const written = posix.resolve(workdir, target);
+          refuseIfGuarded(mounter, name!, written);
+          // checkWrite is lexical; a link in the way (workdir/link -> a read-only store) would
+          // slip past it, so the place the write would really land is checked too.
+          if (realPath) refuseIfGuarded(mounter, name!, await realPath(written));
+        }
         return await tool.run(input, context);
       } finally {
         await mounter.reconcile().catch((err: unknown) => {
@@ -52,6 +66,22 @@ function refuseIfGuarded(mounter: MemoryMounter, toolName: string, hostPath: str
   } catch (err) {
     if (err instanceof MemoryWriteRefusedError) throw new ToolError(`${toolName}: refused: ${err.message}`);
     throw err;
+  }
+}
+
+/** The real path of the deepest folder of `path` that exists, with the rest of `path` after it. */
+async function realPathOnDisk(path: string): Promise<string> {
+  const rest: string[] = [];
+  let existing = path;
+  for (;;) {
+    try {
+      return posix.join(await realpath(existing), ...rest);
+    } catch {
+      const parent = posix.dirname(existing);
+      if (parent === existing) return path;
+      rest.unshift(posix.basename(existing));
+      existing = parent;
+    }
   }
 }
 

@@ -94,3 +94,46 @@ describe('withMemorySync', () => {
     expect(withMemorySync(tools, null)).toEqual(tools);
   });
 });
+
+describe('withMemorySync on a real disk: links do not get past the guard', () => {
+  it('refuses a write whose path goes through a symlink into a read-only store', async () => {
+    const { mkdtemp, mkdir, readFile, realpath, rm, symlink, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { NodeFileSystem } = await import('@memory-mounter/core');
+    const base = await realpath(await mkdtemp(join(tmpdir(), 'mm-guard-')));
+    try {
+      const memoryRoot = join(base, 'memory');
+      const workdir = join(base, 'work');
+      await mkdir(memoryRoot);
+      await mkdir(workdir);
+      const client = new InMemoryStoreClient();
+      client.seed('memstore_ro', { '/style.md': 'house style' });
+      const mounter = new MemoryMounter({ storeClient: client, fileSystem: new NodeFileSystem(), memoryRoot });
+      await mounter.materialize([{ type: 'memory_store', memory_store_id: 'memstore_ro', name: 'style', access: 'read_only' }]);
+      await symlink(join(memoryRoot, 'style'), join(workdir, 'link'));
+      const writes: string[] = [];
+      const custom = {
+        name: 'save',
+        input_schema: { type: 'object' },
+        parse: (x: unknown) => x,
+        run: async ({ file }: { file: string }) => {
+          writes.push(file);
+          await writeFile(join(workdir, file), 'defaced');
+          return 'saved';
+        },
+      } as unknown as BetaRunnableTool;
+      const [tool] = withMemorySync([custom], mounter, {
+        workdir,
+        writeTools: ['save'],
+        targetPath: (_name, input) => (input as { file: string }).file,
+      });
+      await expect(tool!.run({ file: 'link/style.md' })).rejects.toBeInstanceOf(ToolError);
+      expect(writes).toEqual([]);
+      expect(await readFile(join(memoryRoot, 'style', 'style.md'), 'utf8')).toBe('house style');
+      await mounter.finalize();
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+});

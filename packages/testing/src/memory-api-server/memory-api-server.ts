@@ -19,9 +19,10 @@ export interface MemoryApiServerOptions {
    */
   retryAfterSeconds?: number;
   /**
-   * When set, requests must carry this credential (`x-api-key` or `Authorization: Bearer`); else
-   * any. Set it to a work item's sessions token to check that a worker does not call the memory
-   * endpoints with its environment key, which the service refuses.
+   * When set, memory requests must carry this credential (`x-api-key` or `Authorization:
+   * Bearer`); else any. Set it to a work item's sessions token to check that a worker does not
+   * call the memory endpoints with its environment key, which the service refuses. The sessions
+   * endpoint takes any credential, as the service's does.
    */
   apiKey?: string;
   /** Clock for `created_at`/`updated_at`, in ms. Default `Date.now`. */
@@ -259,7 +260,9 @@ export class MemoryApiServer {
   }
 
   #retrieveSession(req: IncomingMessage, sessionId: string): unknown {
-    this.#checkCredential(req);
+    // The sessions endpoints take the environment key as well as a sessions token, so any
+    // credential will do here; `apiKey` guards the memory endpoints only.
+    this.#checkCredential(req, undefined);
     const betas = (header(req, 'anthropic-beta') ?? '').split(',').map((beta) => beta.trim());
     if (!betas.includes('managed-agents-2026-04-01')) {
       throw invalidRequest('the sessions endpoints need anthropic-beta: managed-agents-2026-04-01');
@@ -271,7 +274,7 @@ export class MemoryApiServer {
 
   /** The headers the service insists on: a credential and a memory beta. */
   #checkHeaders(req: IncomingMessage): void {
-    this.#checkCredential(req);
+    this.#checkCredential(req, this.#options.apiKey);
     if (header(req, 'anthropic-version') === undefined) {
       throw invalidRequest('anthropic-version: header is required');
     }
@@ -281,10 +284,10 @@ export class MemoryApiServer {
     }
   }
 
-  #checkCredential(req: IncomingMessage): void {
+  #checkCredential(req: IncomingMessage, required: string | undefined): void {
     const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const key = header(req, 'x-api-key') || bearer;
-    if (!key || (this.#options.apiKey !== undefined && key !== this.#options.apiKey)) {
+    if (!key || (required !== undefined && key !== required)) {
       throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
     }
   }

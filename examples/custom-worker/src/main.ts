@@ -1,0 +1,37 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { liveControlPlane } from './control-plane.js';
+import { runWorker } from './worker.js';
+
+/**
+ * The worker against the live service. Needs ANTHROPIC_ENVIRONMENT_ID and
+ * ANTHROPIC_ENVIRONMENT_KEY; the operator prepares /mnt/memory (`mkdir -p /mnt/memory`, owned by
+ * the worker's user). SIGINT/SIGTERM end the loop; the session in flight is finalized `aborted`.
+ */
+async function main(): Promise<void> {
+  const environmentId = required('ANTHROPIC_ENVIRONMENT_ID');
+  const environmentKey = required('ANTHROPIC_ENVIRONMENT_KEY');
+  // The environment key is the worker's one standing credential; each work item's calls swap it
+  // for that item's sessions token.
+  const client = new Anthropic({ authToken: environmentKey });
+  const stop = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => stop.abort());
+
+  await runWorker(
+    {
+      client,
+      controlPlane: liveControlPlane({ client, environmentId, environmentKey }),
+      workdir: process.env['WORKDIR'] ?? process.cwd(),
+    },
+    stop.signal,
+  ).catch((err: unknown) => {
+    if (!stop.signal.aborted) throw err;
+  });
+}
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+}
+
+await main();

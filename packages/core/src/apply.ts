@@ -85,7 +85,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
 
 async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
   const { path } = action;
-  const memory = await ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal });
+  const memory = await remote(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
   if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
   const content = memory.content;
   if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
@@ -127,19 +127,16 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   try {
     if (action.memoryId !== undefined) {
       try {
-        await ctx.client.update(
-          ctx.memoryStoreId,
-          action.memoryId,
-          { content, expected_content_sha256: action.expectedRemoteSha! },
-          { signal },
+        await remote(
+          ctx.client.update(ctx.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha! }, { signal }),
         );
       } catch (err) {
         // Deleted in the store since the listing: the file is the only copy, so re-create it.
-        if (asStoreError(err).kind !== 'not_found') throw err;
-        await ctx.client.create(ctx.memoryStoreId, { path, content }, { signal });
+        if ((err as StoreError).kind !== 'not_found') throw err;
+        await remote(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
       }
     } else {
-      await ctx.client.create(ctx.memoryStoreId, { path, content }, { signal });
+      await remote(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
     }
   } catch (err) {
     const storeError = asStoreError(err);
@@ -177,7 +174,7 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     return skip(ctx, path, 'reappeared before its remote delete; not deleted');
   }
   if ((await readMarker(ctx.fs, ctx.storeRoot, ctx.memoryStoreId)) !== 'ok') {
-    ctx.report.pendingDeletions.push(path);
+    if (action.mode === 'send') ctx.report.pendingDeletions.push(path); // log_only ones are listed already
     return skip(ctx, path, 'store marker failed its check; remote delete not sent');
   }
   if (action.mode === 'log_only') {
@@ -185,19 +182,29 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     return;
   }
   try {
-    await ctx.client.delete(ctx.memoryStoreId, action.memoryId, {
-      expected_content_sha256: action.expectedRemoteSha,
-      signal: ctx.signal,
-    });
+    await remote(
+      ctx.client.delete(ctx.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: ctx.signal }),
+    );
   } catch (err) {
     // Already gone is what we wanted. A precondition failure means it changed in the store: it
     // is kept there and the next pass restores it to disk.
-    if (asStoreError(err).kind !== 'not_found') throw err;
+    if ((err as StoreError).kind !== 'not_found') throw err;
   }
   ctx.state.baseline.delete(path);
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);
   ctx.logger.info('deleted in the store: the file was deleted locally', { path });
+}
+
+/**
+ * Every StoreClient call goes through here, so whatever a client throws arrives as a StoreError
+ * (a host's client that throws something else is read as `unavailable`, outcome unknown), and
+ * anything else caught later is the filesystem's.
+ */
+function remote<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    throw asStoreError(err);
+  });
 }
 
 function skip(ctx: ApplyContext, path: string, reason: string): void {
@@ -206,11 +213,10 @@ function skip(ctx: ApplyContext, path: string, reason: string): void {
 }
 
 function recordFailure(ctx: ApplyContext, action: Action, err: unknown): void {
-  const isStore = err instanceof StoreError || (err as { kind?: unknown } | null)?.kind !== undefined;
   if (ctx.signal.aborted) ctx.report.cutOff.push(action.path);
   const message = err instanceof Error ? err.message : String(err);
-  if (isStore) {
-    const storeError = asStoreError(err);
+  if (err instanceof StoreError) {
+    const storeError = err;
     ctx.report.errors.push({ path: action.path, operation: action.type, kind: storeError.kind, message });
     const quiet = storeError.kind === 'precondition_failed' || storeError.kind === 'path_conflict';
     ctx.logger[quiet ? 'info' : 'warn'](`${action.type} failed: ${storeError.kind}`, { path: action.path, error: message });

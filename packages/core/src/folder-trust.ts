@@ -21,7 +21,7 @@ export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<stri
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
   if (snapshot.root === 'missing') return { kind: 'redownload', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
-  if (rootBlocked) return { kind: 'unreadable', reason: `the store folder ${rootBlocked}` };
+  if (rootBlocked) return { kind: 'unreadable', reason: `the store ${rootBlocked}` };
   const hasEntries = snapshot.files.size > 0 || snapshot.blocked.size > 0;
   if (snapshot.marker === 'foreign') return { kind: 'distrusted', reason: 'the marker names another store or is damaged' };
   if (snapshot.marker === 'missing') {

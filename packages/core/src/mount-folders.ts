@@ -22,7 +22,13 @@ const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR
 
 /** The operator prepares `memoryRoot`; say how when it is not usable. */
 export async function checkMemoryRoot(fs: FileSystem, memoryRoot: string): Promise<void> {
-  const stat = await fs.lstat(memoryRoot);
+  const stat = await fs.lstat(memoryRoot).catch((err: unknown) => {
+    throw new MemoryMountError(
+      'mount_path_unwritable',
+      `memory root ${memoryRoot} cannot be checked (${errorCode(err) ?? String(err)}); the worker's user must be able to reach it`,
+      { path: memoryRoot, cause: err },
+    );
+  });
   if (stat?.type === 'directory') return;
   const found = stat ? `is a ${stat.type}, not a directory` : 'does not exist';
   throw new MemoryMountError(

@@ -10,6 +10,7 @@ import type { FinalizeReport, StoreSyncReport, SyncReport } from './reports.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
 import type { MemoryMounterOptions, MountedStore } from './types.js';
+import { MARKER_FILE } from './limits.js';
 
 /** Transfers in flight per store within one pass. */
 const TRANSFERS_PER_STORE = 8;
@@ -26,16 +27,19 @@ const ABORT_SETTLE_MS = 1_000;
  */
 export class MemoryMounter {
   readonly #options: ResolvedOptions;
-  #fs: FileSystem | undefined;
+  readonly #fs: FileSystem;
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
   #lastSyncAt = 0;
   #running: Promise<SyncReport> | null = null;
+  /** In flight while materialize runs, so a finalize that arrives meanwhile waits for it. */
+  #materializing: Promise<unknown> | null = null;
 
   constructor(options: MemoryMounterOptions) {
     this.#options = resolveOptions(options);
-    this.#fs = this.#options.fileSystem;
+    // Built here, not on first use, so a platform without O_NOFOLLOW fails at construction.
+    this.#fs = this.#options.fileSystem ?? new NodeFileSystem();
   }
 
   get mounts(): readonly MountedStore[] {
@@ -62,9 +66,19 @@ export class MemoryMounter {
         'materialize() runs once per MemoryMounter',
       );
     }
+    const run = this.mountAll(resources);
+    this.#materializing = run;
+    try {
+      return await run;
+    } finally {
+      this.#materializing = null;
+    }
+  }
+
+  private async mountAll<R extends { type: string }>(resources: readonly R[]): Promise<MountedStore[]> {
     const { memoryRoot, logger } = this.#options;
     const mounts = resolveMounts(resources, memoryRoot);
-    const fs = this.fileSystem();
+    const fs = this.#fs;
     this.#phase = 'materializing';
     const created: CreatedFolder[] = [];
     const stores = mounts.map(
@@ -81,7 +95,7 @@ export class MemoryMounter {
     );
     try {
       if (mounts.length > 0) await checkMemoryRoot(fs, memoryRoot);
-      for (const store of stores) await createStoreFolder(fs, memoryRoot, store.mount, created);
+      for (const store of stores) await createStoreFolder(fs, memoryRoot, store.mount, created).catch(asMountError(store.mount));
       const never = new AbortController().signal;
       const results = await Promise.allSettled(stores.map((store) => store.download(never)));
       const failed = results.findIndex((r) => r.status === 'rejected');
@@ -91,7 +105,7 @@ export class MemoryMounter {
         throw new MemoryMountError(
           'download_failed',
           `store ${store.memoryStoreId} could not be downloaded into ${store.mountPath}: ${describe(cause)}`,
-          { memoryStoreId: store.memoryStoreId, path: store.mountPath, cause },
+          { memoryStoreId: store.memoryStoreId, path: store.path, cause },
         );
       }
     } catch (err) {
@@ -148,9 +162,11 @@ export class MemoryMounter {
     if (this.#phase === 'finalizing' || this.#phase === 'finalized') {
       throw new MemoryLifecycleError('finalized', 'finalize() was already called');
     }
-    const wasMounted = this.#phase === 'mounted';
     this.#phase = 'finalizing';
+    // A materialize or a sync still running finishes first: finalize tears down what it made.
+    await this.#materializing?.catch(() => undefined);
     await this.#running?.catch(() => undefined);
+    const wasMounted = this.#stores.length > 0;
 
     const report: FinalizeReport = {
       outcome,
@@ -165,12 +181,19 @@ export class MemoryMounter {
     } finally {
       this.#phase = 'finalized';
     }
-    this.#options.logger.info('finalized', {
-      outcome,
-      removed: report.removed.length,
-      left_in_place: report.leftInPlace.length,
-      timed_out: report.timedOut,
-    });
+    for (const { mount } of this.#stores) {
+      const left = report.leftInPlace.find((l) => l.path === mount.path);
+      this.#options.logger[left || report.timedOut.sync || report.timedOut.flush ? 'warn' : 'info']('finalized', {
+        memory_store_id: mount.memoryStoreId,
+        path: mount.path,
+        outcome,
+        removed: report.removed.includes(mount.path),
+        ...(left && { left_in_place: left.reason }),
+        timed_out: report.timedOut,
+      });
+    }
+    // The folders are gone (or no longer ours to write): nothing is mounted any more.
+    this.#stores = [];
     return report;
   }
 
@@ -184,6 +207,7 @@ export class MemoryMounter {
       const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: true, signal }, true));
       report.flush = result;
       report.timedOut.flush = timedOut;
+      warnUnpushed(this.#options.logger, report.flush);
       await this.removeFolders(this.#created, report, true);
     }
   }
@@ -192,6 +216,11 @@ export class MemoryMounter {
   checkWrite(hostPath: string): void {
     const path = posix.resolve(hostPath);
     const mount = this.mounts.find((m) => isWithin(m.path, path));
+    if (mount && path === posix.join(mount.path, MARKER_FILE)) {
+      // Not a memory: it binds the folder to its store, and a rewritten one makes the folder
+      // untrusted for the rest of the session.
+      throw new MemoryWriteRefusedError(hostPath, 'outside_store', `${hostPath} is the store marker of ${mount.mountPath}, not a memory`);
+    }
     if (mount?.access === 'read_only') {
       throw new MemoryWriteRefusedError(hostPath, 'read_only', `${hostPath} is in the read-only memory store mounted at ${mount.mountPath}`);
     }
@@ -202,11 +231,6 @@ export class MemoryMounter {
         `${hostPath} is under the memory root ${this.#options.memoryRoot} but in no memory store; only store folders may be written there`,
       );
     }
-  }
-
-  private fileSystem(): FileSystem {
-    this.#fs ??= new NodeFileSystem();
-    return this.#fs;
   }
 
   /** One pass over every store in parallel; a failing store never stops the others. */
@@ -244,7 +268,7 @@ export class MemoryMounter {
     report: Pick<FinalizeReport, 'removed' | 'leftInPlace'>,
     checkTrust: boolean,
   ): Promise<void> {
-    const fs = this.fileSystem();
+    const fs = this.#fs;
     // Deepest first: store folders before the folders that hold them.
     for (const folder of [...folders].reverse()) {
       const store = folder.store && this.#stores.find((s) => s.mount.memoryStoreId === folder.store!.memoryStoreId);
@@ -265,6 +289,26 @@ export class MemoryMounter {
         report.leftInPlace.push({ path: folder.path, reason });
         this.#options.logger.warn(`folder left in place: ${reason}`, fields);
       }
+    }
+  }
+}
+
+/**
+ * SPEC 4.5 removes the folders even when the flush could not push everything; say loudly which
+ * local changes go with them, so an operator can tell a lost edit from a quiet session.
+ */
+function warnUnpushed(logger: ResolvedOptions['logger'], flush: SyncReport): void {
+  for (const s of flush.stores) {
+    if (s.access !== 'read_write') continue;
+    const failed = s.errors.filter((e) => e.operation === 'push').map((e) => e.path);
+    const lost = [...new Set([...s.cutOff, ...failed])];
+    if (lost.length > 0 || s.status === 'failed') {
+      logger.warn('finalize: local changes not pushed before the folder is removed', {
+        memory_store_id: s.memoryStoreId,
+        path: s.path,
+        paths: lost,
+        ...(s.status === 'failed' && { reason: s.reason }),
+      });
     }
   }
 }
@@ -305,6 +349,18 @@ function logSummary(logger: ResolvedOptions['logger'], report: SyncReport): void
     };
     logger.debug('store synced', counts);
   }
+}
+
+/** Folder creation fails only with MemoryMountError: a bare disk error (ENOSPC, EIO) is wrapped. */
+function asMountError(store: MountedStore): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof MemoryMountError) throw err;
+    throw new MemoryMountError(
+      'mount_path_unwritable',
+      `store ${store.memoryStoreId}: could not create ${store.path} (${errorCode(err) ?? describe(err)})`,
+      { memoryStoreId: store.memoryStoreId, path: store.path, cause: err },
+    );
+  };
 }
 
 function describe(err: unknown): string {

@@ -58,7 +58,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
-    finalSyncTimeoutMs: seconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout', false) * 1000,
+    finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout) * 1000,
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -72,6 +72,17 @@ function seconds(value: unknown, fallback: number, option: string, zeroAllowed: 
     throw new MemoryConfigError(`${option} must be a finite number of seconds ${bound}; got ${String(value)}`, option);
   }
   return value as number;
+}
+
+/** Node timers fire at once past 2^31 - 1 ms, which would cut the final sync off before it starts. */
+const MAX_TIMER_S = Math.floor((2 ** 31 - 1) / 1000);
+
+function timerSeconds(value: unknown): number {
+  const s = seconds(value, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout', false);
+  if (s > MAX_TIMER_S) {
+    throw new MemoryConfigError(`finalSyncTimeout must be at most ${MAX_TIMER_S} seconds; got ${s}`, 'finalSyncTimeout');
+  }
+  return s;
 }
 
 function resolveMemoryRoot(root: unknown): string {

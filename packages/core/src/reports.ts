@@ -18,7 +18,7 @@ export interface StoreSyncReport {
    * `failed`: the pass could not run for this store (listing failed, folder unreadable).
    */
   status: 'synced' | 'redownloaded' | 'skipped' | 'failed';
-  /** Why a store was skipped or failed. */
+  /** Why a store was skipped, failed or re-downloaded. */
   reason?: string;
   /** Written to disk from the store. */
   pulled: string[];
@@ -46,7 +46,7 @@ export interface SyncReport {
   /** Clock time (ms, from the `now` option) when the pass began and ended. */
   startedAt: number;
   finishedAt: number;
-  /** `force` was set, or the interval had elapsed. */
+  /** The pass ran on `force: true` (always true for finalize's passes), not because the interval elapsed. */
   forced: boolean;
   stores: StoreSyncReport[];
 }

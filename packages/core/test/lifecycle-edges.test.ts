@@ -1,0 +1,83 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryConfigError, MemoryLifecycleError, MemoryMounter, MemoryMountError, MemoryWriteRefusedError } from '@memory-mounter/core';
+import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+
+// Edges of the mounter's life found in review: timer limits, overlapping calls, what is left
+// mounted, what a write guard covers, and how failures are classified.
+
+describe('finalSyncTimeout beyond what a timer can hold', () => {
+  it('is refused at construction (a longer timer would fire at once and cut everything off)', () => {
+    const make = (finalSyncTimeout: number) =>
+      new MemoryMounter({ storeClient: new InMemoryStoreClient(), fileSystem: new MemfsFileSystem(), finalSyncTimeout });
+    expect(() => make(2_147_483)).not.toThrow();
+    expect(() => make(2_147_484)).toThrow(MemoryConfigError);
+  });
+});
+
+describe.each(DISKS)('lifecycle edges on %s', (disk) => {
+  let h: Harness;
+  let dir: string;
+  beforeEach(async () => {
+    h = await makeHarness(disk);
+    dir = `${h.memoryRoot}/notes`;
+  });
+  afterEach(() => h.cleanup());
+
+  it('finalize during materialize waits for it, then tears down what it made', async () => {
+    h.client.seed(STORE, { '/a.md': 'a' });
+    h.client.latencyMs = 30;
+    const m = h.mounter();
+    const mounting = m.materialize([notesResource()]);
+    const report = await m.finalize();
+    await mounting;
+    expect(report.removed).toEqual([dir]);
+    expect(await h.exists(dir)).toBe(false);
+    await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
+  });
+
+  it('nothing is mounted after finalize: mounts and roots are empty', async () => {
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    await m.finalize();
+    expect(m.mounts).toEqual([]);
+    expect(m.roots).toEqual([]);
+  });
+
+  it('checkWrite refuses the store marker: it is not a memory', async () => {
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    expect(() => m.checkWrite(`${dir}/.anthropic-memory-store`)).toThrow(MemoryWriteRefusedError);
+    expect(() => m.checkWrite(`${dir}/sub/.anthropic-memory-store`)).not.toThrow();
+  });
+
+  it('a disk error while creating a store folder is a MemoryMountError, and nothing is left', async () => {
+    const fs = new FaultyFileSystem(h.fs);
+    fs.fail('mkdir', dir, 'ENOSPC');
+    const m = h.mounter({ fileSystem: fs });
+    const err = await m.materialize([notesResource()]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MemoryMountError);
+    expect(err).toMatchObject({ code: 'mount_path_unwritable', memoryStoreId: STORE, path: dir });
+    expect(await h.exists(dir)).toBe(false);
+  });
+
+  it('a store client throwing a plain Error is recorded as a store error (unavailable), not a disk one', async () => {
+    h.client.seed(STORE, { '/a.md': 'a' });
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    h.client.putAs(STORE, '/a.md', 'changed');
+    h.client.get = () => Promise.reject(new Error('socket hang up'));
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.errors).toMatchObject([{ path: '/a.md', operation: 'pull', kind: 'unavailable' }]);
+  });
+
+  it('finalize warns, naming the paths, when local changes could not be pushed before removal', async () => {
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    await h.write(`${dir}/unsaved.md`, 'only here');
+    h.client.failNext('create', 'unavailable', 2);
+    await m.finalize();
+    const warning = h.logger.warnings().find((w) => w.msg.includes('not pushed'));
+    expect(warning?.fields).toMatchObject({ memory_store_id: STORE, paths: ['/unsaved.md'] });
+  });
+});

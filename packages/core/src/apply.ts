@@ -1,5 +1,5 @@
 import { Semaphore } from 'async-mutex';
-import { asStoreError, StoreError } from './errors.js';
+import { asStoreError, storeCall, StoreError } from './errors.js';
 import type { FileSystem } from './file-system.js';
 import { ensureFolders, hostPathOf, localNow, stillAsPlanned } from './local-io.js';
 import { readMarker } from './marker.js';
@@ -85,7 +85,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
 
 async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
   const { path } = action;
-  const memory = await remote(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
+  const memory = await storeCall(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
   if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
   const content = memory.content;
   if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
@@ -127,16 +127,16 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   try {
     if (action.memoryId !== undefined) {
       try {
-        await remote(
+        await storeCall(
           ctx.client.update(ctx.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha! }, { signal }),
         );
       } catch (err) {
         // Deleted in the store since the listing: the file is the only copy, so re-create it.
         if ((err as StoreError).kind !== 'not_found') throw err;
-        await remote(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+        await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
       }
     } else {
-      await remote(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+      await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
     }
   } catch (err) {
     const storeError = asStoreError(err);
@@ -182,7 +182,7 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     return;
   }
   try {
-    await remote(
+    await storeCall(
       ctx.client.delete(ctx.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: ctx.signal }),
     );
   } catch (err) {
@@ -194,17 +194,6 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);
   ctx.logger.info('deleted in the store: the file was deleted locally', { path });
-}
-
-/**
- * Every StoreClient call goes through here, so whatever a client throws arrives as a StoreError
- * (a host's client that throws something else is read as `unavailable`, outcome unknown), and
- * anything else caught later is the filesystem's.
- */
-function remote<T>(call: Promise<T>): Promise<T> {
-  return call.catch((err: unknown) => {
-    throw asStoreError(err);
-  });
 }
 
 function skip(ctx: ApplyContext, path: string, reason: string): void {

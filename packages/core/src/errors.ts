@@ -88,6 +88,27 @@ const STORE_ERROR_KINDS: ReadonlySet<string> = new Set<StoreErrorKind>([
   'unavailable',
 ]);
 
+/**
+ * Every StoreClient call the engine makes goes through here, so whatever a client throws arrives
+ * as a StoreError, and anything else caught later is the filesystem's.
+ */
+export function storeCall<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    throw asStoreError(err);
+  });
+}
+
+/** Every memory of a listing, all pages; a failure is a StoreError like any other call's. */
+export async function listAll<T>(listing: () => AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  try {
+    for await (const item of listing()) out.push(item);
+  } catch (err) {
+    throw asStoreError(err);
+  }
+  return out;
+}
+
 export class StoreError extends Error {
   override name = 'StoreError';
   readonly kind: StoreErrorKind;

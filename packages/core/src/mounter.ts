@@ -109,13 +109,14 @@ export class MemoryMounter {
         );
       }
     } catch (err) {
-      this.#phase = 'new';
+      if (this.#phase === 'materializing') this.#phase = 'new';
       await this.removeFolders(created, { removed: [], leftInPlace: [] }, false);
       throw err;
     }
     this.#stores = stores;
     this.#created = created;
-    this.#phase = 'mounted';
+    // A finalize that arrived meanwhile keeps its phase: reconcile stays refused.
+    if (this.#phase === 'materializing') this.#phase = 'mounted';
     this.#lastSyncAt = this.#options.now();
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
@@ -302,12 +303,13 @@ function warnUnpushed(logger: ResolvedOptions['logger'], flush: SyncReport): voi
     if (s.access !== 'read_write') continue;
     const failed = s.errors.filter((e) => e.operation === 'push').map((e) => e.path);
     const lost = [...new Set([...s.cutOff, ...failed])];
-    if (lost.length > 0 || s.status === 'failed') {
+    const notRun = s.status === 'failed' || (s.status === 'skipped' && s.reason?.includes('time bound'));
+    if (lost.length > 0 || notRun) {
       logger.warn('finalize: local changes not pushed before the folder is removed', {
         memory_store_id: s.memoryStoreId,
         path: s.path,
         paths: lost,
-        ...(s.status === 'failed' && { reason: s.reason }),
+        ...(notRun && { reason: s.reason }),
       });
     }
   }

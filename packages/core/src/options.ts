@@ -14,7 +14,7 @@ import type { DeletionMode, Logger, MemoryMounterOptions } from './types.js';
 /** Options after validation, with defaults applied and durations in milliseconds. */
 export interface ResolvedOptions {
   storeClient: StoreClient;
-  /** Undefined until first needed, so a host that passes its own never builds a NodeFileSystem. */
+  /** The host's own, or undefined: the mounter then builds a NodeFileSystem. */
   fileSystem: FileSystem | undefined;
   memoryRoot: string;
   syncIntervalMs: number;

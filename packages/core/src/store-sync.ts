@@ -1,6 +1,6 @@
 import { Semaphore } from 'async-mutex';
 import { applyPlan } from './apply.js';
-import { asStoreError, StoreError } from './errors.js';
+import { asStoreError, listAll, storeCall, StoreError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { assessFolder } from './folder-trust.js';
 import { ensureFolders, hostPathOf, localNow } from './local-io.js';
@@ -10,7 +10,7 @@ import { indexRemote } from './remote-index.js';
 import type { StoreSyncReport } from './reports.js';
 import { scanStore } from './scan.js';
 import { sha256Hex } from './sha256.js';
-import type { StoreClient, StoreMemory } from './store-client.js';
+import type { StoreClient } from './store-client.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
@@ -54,8 +54,7 @@ export class StoreSync {
   async download(signal: AbortSignal): Promise<string[]> {
     const { fs, client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
-    const listed: StoreMemory[] = [];
-    for await (const memory of client.list(storeId, { withContent: true, signal })) listed.push(memory);
+    const listed = await listAll(() => client.list(storeId, { withContent: true, signal }));
     const { remote, skipped } = indexRemote(listed);
     for (const { path, reason } of skipped) this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
     const byPath = new Map(listed.map((m) => [m.path, m]));
@@ -69,7 +68,7 @@ export class StoreSync {
         slots.runExclusive(async () => {
           signal.throwIfAborted();
           let memory = byPath.get(path)!;
-          if (typeof memory.content !== 'string') memory = await client.get(storeId, memory.id, { signal });
+          if (typeof memory.content !== 'string') memory = await storeCall(client.get(storeId, memory.id, { signal }));
           const bytes = encodeUtf8(memory.content ?? '');
           if (typeof memory.content !== 'string' || sha256Hex(bytes) !== memory.content_sha256) {
             throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
@@ -154,8 +153,7 @@ export class StoreSync {
       report.skippedPaths.push({ path, reason });
       this.warnOnce(`blocked:${path}:${reason}`, `left alone: ${reason}`, { path });
     }
-    const listed: StoreMemory[] = [];
-    for await (const memory of client.list(mount.memoryStoreId, { signal: opts.signal })) listed.push(memory);
+    const listed = await listAll(() => client.list(mount.memoryStoreId, { signal: opts.signal }));
     const { remote, skipped } = indexRemote(listed);
     for (const { path, reason } of skipped) {
       report.skippedPaths.push({ path, reason });

@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane } from './control-plane.js';
+import { liveControlPlane } from '@memory-mounter/anthropic';
 import { runWorker } from './worker.js';
 
 /**

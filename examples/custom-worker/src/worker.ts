@@ -1,8 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { mountSessionMemory, runSessionWithMemory, withMemorySync } from '@memory-mounter/anthropic';
+import { mountSessionMemory, runSessionWithMemory, withMemorySync, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
 import { debugLogger, MemoryMountError, type DeletionMode, type FinalizeReport, type Logger } from '@memory-mounter/core';
-import type { ControlPlane, WorkItem } from './control-plane.js';
 
 export interface WorkerOptions {
   /** The worker's client: base URL, retries, timeout. Memory calls swap its key for the item's sessions token. */

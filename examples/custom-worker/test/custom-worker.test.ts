@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, type Logger } from '@memory-mounter/core';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/anthropic';
 import { MemoryApiServer } from '@memory-mounter/testing';
 import { handleWorkItem, runWorker, type WorkerOptions } from '../src/worker.js';
-import { ScriptedControlPlane, secretFor, sessionItem, type AgentScript } from './scripted-control-plane.js';
 
 const TOKEN = 'sessions-token-of-work-1';
 const NOTES = { type: 'memory_store', memory_store_id: 'memstore_notes', name: 'Notes' };
@@ -71,7 +71,7 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
       // Left for finalize: the interval has not passed again.
       await agent.call('edit', { file_path: join(notes, 'todo.md'), old_string: 'oat milk\n', new_string: 'oat milk\n- call mum\n' });
     };
-    const controlPlane = new ScriptedControlPlane([sessionItem('work_1', 'sesn_1', secretFor(TOKEN))], { sesn_1: agent });
+    const controlPlane = new ScriptedControlPlane([sessionWorkItem('work_1', 'sesn_1', workSecretFor(TOKEN))], { sesn_1: agent });
     const { logger, lines } = recordingLogger();
 
     await runWorker(await options(controlPlane, { logger }), new AbortController().signal);
@@ -102,14 +102,14 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
     server.seedSession('sesn_1', { resources: [STYLE] });
     const styleFile = join(memoryRoot, 'house-style', 'style.md');
     let onDisk: string | undefined;
-    const controlPlane = new ScriptedControlPlane([sessionItem('work_1', 'sesn_1', secretFor(TOKEN))], {
+    const controlPlane = new ScriptedControlPlane([sessionWorkItem('work_1', 'sesn_1', workSecretFor(TOKEN))], {
       sesn_1: async (agent) => {
         await agent.call('edit', { file_path: styleFile, old_string: 'brief', new_string: 'verbose' });
         onDisk = await readFile(styleFile, 'utf8');
       },
     });
 
-    const report = await handleWorkItem(sessionItem('work_1', 'sesn_1', secretFor(TOKEN)), await options(controlPlane), new AbortController().signal);
+    const report = await handleWorkItem(sessionWorkItem('work_1', 'sesn_1', workSecretFor(TOKEN)), await options(controlPlane), new AbortController().signal);
 
     expect(controlPlane.calls[0]).toMatchObject({ name: 'edit', isError: true });
     expect(onDisk).toBe('Be brief.\n');
@@ -123,7 +123,7 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
     server.seedSession('sesn_1', { resources: [NOTES] });
     const controlPlane = new ScriptedControlPlane([], {});
 
-    const failure = handleWorkItem(sessionItem('work_1', 'sesn_1', null), await options(controlPlane), new AbortController().signal);
+    const failure = handleWorkItem(sessionWorkItem('work_1', 'sesn_1', null), await options(controlPlane), new AbortController().signal);
 
     await expect(failure).rejects.toBeInstanceOf(MemoryMountError);
     await expect(failure).rejects.toMatchObject({ code: 'missing_secret' });
@@ -138,7 +138,7 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
     server.seedSession('sesn_1', { resources: [NOTES] });
     server.seedSession('sesn_2', { resources: [NOTES] });
     const controlPlane = new ScriptedControlPlane(
-      [sessionItem('work_1', 'sesn_1', 'not base64 json'), sessionItem('work_2', 'sesn_2', secretFor(TOKEN))],
+      [sessionWorkItem('work_1', 'sesn_1', 'not base64 json'), sessionWorkItem('work_2', 'sesn_2', workSecretFor(TOKEN))],
       { sesn_2: async (agent) => void (await agent.call('write', { file_path: join(memoryRoot, 'notes', 'b.md'), content: 'b' })) },
     );
     const { logger, lines } = recordingLogger();
@@ -156,12 +156,12 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
     server = new MemoryApiServer({ apiKey: TOKEN });
     server.seed('memstore_notes', { '/todo.md': '- buy milk\n' });
     server.seedSession('sesn_1', { resources: [NOTES] });
-    const controlPlane = new ScriptedControlPlane([sessionItem('work_1', 'sesn_1', null)], {
+    const controlPlane = new ScriptedControlPlane([sessionWorkItem('work_1', 'sesn_1', null)], {
       sesn_1: async (agent) => void (await agent.call('write', { file_path: 'scratch.md', content: 'x' })),
     });
 
     const report = await handleWorkItem(
-      sessionItem('work_1', 'sesn_1', null),
+      sessionWorkItem('work_1', 'sesn_1', null),
       await options(controlPlane, { memory_sync_interval: null }),
       new AbortController().signal,
     );

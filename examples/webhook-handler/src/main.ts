@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane } from './control-plane.js';
+import { liveControlPlane } from '@memory-mounter/anthropic';
 import { WebhookHandler } from './webhook-handler.js';
 
 /**
@@ -17,7 +17,8 @@ async function main(): Promise<void> {
   const cutShort = new AbortController();
   const webhooks = new WebhookHandler({
     client,
-    controlPlane: liveControlPlane({ client, environmentId, environmentKey }),
+    // `drain`: a webhook wakes the handler for what is queued now, not to poll forever.
+    controlPlane: liveControlPlane({ client, environmentId, environmentKey, drain: true }),
     workdir: process.env['WORKDIR'] ?? process.cwd(),
     signal: cutShort.signal,
   });

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { mountSessionMemory, runSessionWithMemory, withMemorySync } from '@memory-mounter/anthropic';
+import { mountSessionMemory, runSessionWithMemory, withMemorySync, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
 import { debugLogger, MemoryMountError, type DeletionMode, type Logger } from '@memory-mounter/core';
-import type { ControlPlane, WorkItem } from './control-plane.js';
 
 /** Webhook payloads are small JSON documents; anything bigger is not one. */
 const MAX_BODY_BYTES = 1024 * 1024;

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/anthropic';
 import { MemoryApiServer } from '@memory-mounter/testing';
 import { WebhookHandler } from '../src/webhook-handler.js';
-import { ScriptedControlPlane, secretFor, sessionItem, type AgentScript } from './scripted-control-plane.js';
 
 // Test requests are signed by the very `standardwebhooks` the SDK verifies with: resolved from
 // the SDK's own location, so the example needs no dependency of its own for it.
@@ -153,5 +153,5 @@ describe('webhook handler (offline: scripted control plane, memory through the S
 
 /** `[workId, sessionId]` pairs as queued work items carrying the sessions token. */
 function sessionItemList(items: [string, string][]) {
-  return items.map(([workId, sessionId]) => sessionItem(workId, sessionId, secretFor(TOKEN)));
+  return items.map(([workId, sessionId]) => sessionWorkItem(workId, sessionId, workSecretFor(TOKEN)));
 }

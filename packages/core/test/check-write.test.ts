@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { MemoryWriteRefusedError, type MemoryMounter, type MemoryStoreResource } from '@memory-mounter/core';
-import { DISKS, makeHarness, type Harness } from './harness.js';
+import { DISKS, useHarness } from './harness.js';
 
 /** SPEC 4.7: the guard write/edit tools call before writing a host path. */
 
@@ -15,15 +15,14 @@ function refusal(m: MemoryMounter, path: string): MemoryWriteRefusedError | null
 }
 
 describe.each(DISKS)('checkWrite on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let m: MemoryMounter;
   let root: string;
   let rw: string;
   let ro: string;
   beforeEach(async () => {
-    h = await makeHarness(disk);
     root = h.memoryRoot;
-    rw = `${root}/notes`;
+    rw = h.notesDir;
     ro = `${root}/docs`;
     h.client.seed('memstore_docs', { '/guide.md': 'read me' });
     m = h.mounter();
@@ -34,7 +33,6 @@ describe.each(DISKS)('checkWrite on %s', (disk) => {
     ];
     await m.materialize(resources);
   });
-  afterEach(() => h.cleanup());
 
   it('roots are the host paths of every mount, in resource order', () => {
     expect(m.roots).toEqual([rw, ro, `${root}/lib/ref`]);

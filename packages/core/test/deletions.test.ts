@@ -1,25 +1,17 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { MemoryMounter, MemoryMounterOptions } from '@memory-mounter/core';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DISKS, STORE, useHarness } from './harness.js';
+
+const FILES = { '/a.md': 'a', '/b.md': 'b' };
 
 describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
+  beforeEach(() => {
+    dir = h.notesDir;
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(opts: Partial<MemoryMounterOptions> = {}, files: Record<string, string> = { '/a.md': 'a', '/b.md': 'b' }): Promise<MemoryMounter> {
-    h.client.seed(STORE, files);
-    const m = h.mounter(opts);
-    await m.materialize([notesResource()]);
-    return m;
-  }
 
   it('sends the delete only after deleteGracePeriod, guarded by the baseline sha', async () => {
-    const m = await mounted({ deleteGracePeriod: 30 });
+    const m = await h.mountNotes({ deleteGracePeriod: 30 }, FILES);
     await h.remove(`${dir}/a.md`);
     const first = await m.reconcile({ force: true });
     expect(first!.stores[0]!.pendingDeletions).toEqual(['/a.md']);
@@ -33,7 +25,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('the default grace period is 30 seconds', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     h.clock.advance(29.999);
@@ -45,7 +37,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('a file that reappears leaves the candidate list and restarts its grace period', async () => {
-    const m = await mounted({ deleteGracePeriod: 30 });
+    const m = await h.mountNotes({ deleteGracePeriod: 30 }, FILES);
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     h.clock.advance(20);
@@ -58,7 +50,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('a fresh re-check just before the delete: a file restored meanwhile is not deleted', async () => {
-    const m = await mounted({ deleteGracePeriod: 0 });
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await h.remove(`${dir}/a.md`);
     const list = h.client.list.bind(h.client);
     h.client.list = async function* (id, opts) {
@@ -72,7 +64,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('precondition_failed on the delete keeps the remote version, which is pulled back', async () => {
-    const m = await mounted({ deleteGracePeriod: 0 });
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await h.remove(`${dir}/a.md`);
     h.client.failNext('delete', 'precondition_failed');
     await m.reconcile({ force: true });
@@ -83,7 +75,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('log_only runs every check and logs the delete each pass, never sending it', async () => {
-    const m = await mounted({ deleteGracePeriod: 0, memory_sync_deletions: 'log_only' });
+    const m = await h.mountNotes({ deleteGracePeriod: 0, memory_sync_deletions: 'log_only' }, FILES);
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     await m.reconcile({ force: true });
@@ -95,7 +87,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   });
 
   it('disabled never deletes remotely, uploads and pulls still run', async () => {
-    const m = await mounted({ deleteGracePeriod: 0, memory_sync_deletions: 'disabled' });
+    const m = await h.mountNotes({ deleteGracePeriod: 0, memory_sync_deletions: 'disabled' }, FILES);
     await h.remove(`${dir}/a.md`);
     await h.write(`${dir}/c.md`, 'new');
     h.client.putAs(STORE, '/b.md', 'b2');
@@ -107,7 +99,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
 
   it('caps the deletes of one pass at clamp(floor(baseline / 4), 8, 50)', async () => {
     const files = Object.fromEntries(Array.from({ length: 48 }, (_, i) => [`/f${i}.md`, `${i}`]));
-    const m = await mounted({ deleteGracePeriod: 0 }, files);
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, files);
     for (let i = 0; i < 20; i++) await h.remove(`${dir}/f${i}.md`);
     const first = await m.reconcile({ force: true });
     expect(first!.stores[0]!.deletedRemote).toHaveLength(12);

@@ -1,41 +1,28 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   fsError,
-  MARKER_FILE,
   MemoryLifecycleError,
   type DirEntry,
   type FileStat,
   type FileSystem,
-  type MemoryMounter,
-  type MemoryMounterOptions,
   type StoreMemory,
 } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness, type Harness } from './harness.js';
 
 /** SPEC 4.5: the final sync, the flush, their time bounds, and the removal of what was created. */
 
 
-const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
 const FOREIGN_MARKER = `${JSON.stringify({ memory_store_id: 'memstore_someone_else' })}\n`;
 
 describe.each(DISKS)('finalize on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
   let marker: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
-    marker = `${dir}/${MARKER_FILE}`;
+  beforeEach(() => {
+    dir = h.notesDir;
+    marker = h.markerPath;
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(opts: Partial<MemoryMounterOptions> = {}, seed: Record<string, string> = SEED): Promise<MemoryMounter> {
-    h.client.seed(STORE, seed);
-    const mounter = h.mounter(opts);
-    await mounter.materialize([notesResource()]);
-    return mounter;
-  }
 
   /** Runs `fn` just before the `nth` (1-based) listing from now on: after that pass's scan, before its plan. */
   function beforeListing(nth: number, fn: () => Promise<void>): void {
@@ -49,7 +36,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
   describe('completed', () => {
     it('waives the deletion grace period: a file deleted just before finalize is deleted remotely', async () => {
-      const m = await mounted({ deleteGracePeriod: 30 });
+      const m = await h.mountNotes({ deleteGracePeriod: 30 });
       await h.remove(`${dir}/a.md`);
       // At this moment a normal sync still holds the delete back...
       const sync = await m.reconcile({ force: true });
@@ -66,7 +53,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
     it('keeps the per-pass delete cap: 10 of 12 files deleted, 8 deletes sent', async () => {
       const seed = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/m${String(i).padStart(2, '0')}.md`, `memory ${i}`]));
-      const m = await mounted({ deleteGracePeriod: 30 }, seed);
+      const m = await h.mountNotes({ deleteGracePeriod: 30 }, seed);
       const doomed = Object.keys(seed).slice(0, 10);
       for (const path of doomed) await h.remove(`${dir}${path}`);
       const report = await m.finalize();
@@ -77,7 +64,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('keeps the re-check: a marker gone between the listing and the delete stops it (and the folder is left)', async () => {
-      const m = await mounted({ deleteGracePeriod: 30 });
+      const m = await h.mountNotes({ deleteGracePeriod: 30 });
       await h.remove(`${dir}/a.md`);
       beforeListing(1, () => h.remove(marker));
       const report = await m.finalize();
@@ -90,7 +77,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('keeps the re-check: a file back between the listing and the delete is not deleted', async () => {
-      const m = await mounted({ deleteGracePeriod: 30 });
+      const m = await h.mountNotes({ deleteGracePeriod: 30 });
       await h.remove(`${dir}/a.md`);
       beforeListing(1, () => h.write(`${dir}/a.md`, 'alpha'));
       const report = await m.finalize();
@@ -100,7 +87,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('is a full sync: pushes local edits and pulls remote ones', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       await h.write(`${dir}/a.md`, 'alpha, edited at the end');
       await h.write(`${dir}/n.md`, 'new at the end');
       h.client.putAs(STORE, '/b.md', 'beta, edited remotely');
@@ -117,7 +104,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('the flush pushes a file still changed after the final sync', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       await h.write(`${dir}/a.md`, 'alpha, edited');
       h.client.failNext('update', 'unavailable');
       const report = await m.finalize();
@@ -129,7 +116,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
   describe('aborted', () => {
     it('push-only: local edits pushed; remote edits not pulled; local deletions not sent', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await h.write(`${dir}/a.md`, 'alpha, edited');
       await h.write(`${dir}/n.md`, 'new');
       await h.remove(`${dir}/b.md`);
@@ -156,7 +143,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('does not re-download a wiped folder, nor delete anything', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await h.remove(dir);
       const gets = h.client.count('get');
       const report = await m.finalize({ outcome: 'aborted' });
@@ -169,7 +156,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
   describe('removal of what this mounter created', () => {
     it('removes the store folder and leaves memoryRoot', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       const report = await m.finalize();
       expect(report.removed).toEqual([dir]);
       expect(report.leftInPlace).toEqual([]);
@@ -188,9 +175,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('a nested mount: the store folder, then the folders it created above it', async () => {
-      h.client.seed(STORE, SEED);
-      const m = h.mounter();
-      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      const m = await h.mountNotes({}, SEED, { mount_path: '/mnt/memory/team/notes' });
       expect(await h.read(`${h.memoryRoot}/team/notes/a.md`)).toBe('alpha');
       const report = await m.finalize();
       expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`, `${h.memoryRoot}/team`]);
@@ -200,18 +185,14 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
     it('a nested mount under a folder that already existed: that folder is not removed', async () => {
       await h.fs.mkdir(`${h.memoryRoot}/team`);
-      h.client.seed(STORE, SEED);
-      const m = h.mounter();
-      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      const m = await h.mountNotes({}, SEED, { mount_path: '/mnt/memory/team/notes' });
       const report = await m.finalize();
       expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`]);
       expect(await h.exists(`${h.memoryRoot}/team`)).toBe(true);
     });
 
     it('an in-between folder that now holds something else is left, with its content', async () => {
-      h.client.seed(STORE, SEED);
-      const m = h.mounter();
-      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      const m = await h.mountNotes({}, SEED, { mount_path: '/mnt/memory/team/notes' });
       await h.write(`${h.memoryRoot}/team/other/keep.md`, 'not ours');
       const report = await m.finalize();
       expect(report.removed).toEqual([`${h.memoryRoot}/team/notes`]);
@@ -222,7 +203,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     it.each(['completed', 'aborted'] as const)(
       '%s: a folder failing the marker check at removal is left in place, with a warning',
       async (outcome) => {
-        const m = await mounted();
+        const m = await h.mountNotes();
         // The last pass before removal is the flush: its listing is the 2nd call for `completed`, the 1st for `aborted`.
         beforeListing(outcome === 'completed' ? 2 : 1, () => h.write(marker, FOREIGN_MARKER));
         const report = await m.finalize({ outcome });
@@ -236,10 +217,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     );
 
     it('a folder that cannot be removed is reported left in place; finalize does not throw', async () => {
-      h.client.seed(STORE, SEED);
       const fs = new FaultyFileSystem(h.fs);
-      const m = h.mounter({ fileSystem: fs });
-      await m.materialize([notesResource()]);
+      const m = await h.mountNotes({ fileSystem: fs });
       fs.fail('rm', dir, 'EBUSY');
       const report = await m.finalize();
       expect(report.removed).toEqual([]);
@@ -249,7 +228,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
   describe('bounded by finalSyncTimeout', () => {
     it('a slow store: both phases cut at the bound, finalize resolves and says so, folders still removed', async () => {
-      const m = await mounted({ finalSyncTimeout: 0.2 });
+      const m = await h.mountNotes({ finalSyncTimeout: 0.2 });
       await h.write(`${dir}/a.md`, 'alpha, never sent');
       h.client.latencyMs = 60_000;
       const started = Date.now();
@@ -263,7 +242,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     }, 20_000);
 
     it('aborted: the flush alone is bounded', async () => {
-      const m = await mounted({ finalSyncTimeout: 0.2 });
+      const m = await h.mountNotes({ finalSyncTimeout: 0.2 });
       h.client.latencyMs = 60_000;
       const started = Date.now();
       const report = await m.finalize({ outcome: 'aborted' });
@@ -273,7 +252,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     }, 20_000);
 
     it('cut off mid-transfer: the paths not sent are listed in cutOff', async () => {
-      const m = await mounted({ finalSyncTimeout: 0.2 });
+      const m = await h.mountNotes({ finalSyncTimeout: 0.2 });
       await h.write(`${dir}/a.md`, 'alpha, edited');
       await h.write(`${dir}/b.md`, 'beta, edited');
       await h.write(`${dir}/n.md`, 'new');
@@ -298,8 +277,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     }, 20_000);
 
     it('a client that ignores the abort signal: finalize still resolves in bounded time', async () => {
-      const m = await mounted({ finalSyncTimeout: 0.2 });
-      h.client.list = () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }) });
+      const m = await h.mountNotes({ finalSyncTimeout: 0.2 });
+      h.client.list = neverAnsweringList;
       const started = Date.now();
       const report = await m.finalize();
       expect(Date.now() - started).toBeLessThan(6_000);
@@ -341,10 +320,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
     describe.each(['completed', 'aborted'] as const)('%s', (outcome) => {
       it.each(failures)('%s', async (label, inject) => {
-        h.client.seed(STORE, SEED);
         const fs = new FaultyFileSystem(h.fs);
-        const m = h.mounter({ fileSystem: fs });
-        await m.materialize([notesResource()]);
+        const m = await h.mountNotes({ fileSystem: fs });
         await inject(h, fs, dir);
         const report = await m.finalize({ outcome });
         expect(report.outcome).toBe(outcome);
@@ -360,7 +337,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
   describe('lifecycle', () => {
     it('a second finalize throws MemoryLifecycleError and touches nothing', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       await m.finalize();
       const requests = h.client.requests.length;
       await expect(m.finalize()).rejects.toBeInstanceOf(MemoryLifecycleError);
@@ -369,14 +346,14 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     });
 
     it('a second finalize while the first is running throws', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       const first = m.finalize();
       await expect(m.finalize()).rejects.toBeInstanceOf(MemoryLifecycleError);
       await expect(first).resolves.toMatchObject({ outcome: 'completed' });
     });
 
     it.each(['completed', 'aborted'] as const)('reconcile after finalize (%s) rejects with MemoryLifecycleError', async (outcome) => {
-      const m = await mounted();
+      const m = await h.mountNotes();
       await m.finalize({ outcome });
       h.clock.advance(3600);
       await expect(m.reconcile()).rejects.toBeInstanceOf(MemoryLifecycleError);

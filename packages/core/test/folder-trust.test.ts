@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   assessFolder,
   fsError,
@@ -8,11 +8,9 @@ import {
   type FileSystem,
   type LocalFile,
   type LocalSnapshot,
-  type MemoryMounter,
-  type MemoryMounterOptions,
 } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { DISKS, SEED, STORE, useHarness, type Harness } from './harness.js';
 
 /** SPEC 4.4: is this still the folder made for this store, and can the table be trusted with it? */
 
@@ -135,25 +133,14 @@ async function memoryFiles(fs: FileSystem, dir: string): Promise<Record<string, 
   );
 }
 
-const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
-
 describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
   let marker: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
-    marker = `${dir}/${MARKER_FILE}`;
+  beforeEach(() => {
+    dir = h.notesDir;
+    marker = h.markerPath;
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(opts: Partial<MemoryMounterOptions> = {}, seed: Record<string, string> = SEED): Promise<MemoryMounter> {
-    h.client.seed(STORE, seed);
-    const mounter = h.mounter(opts);
-    await mounter.materialize([notesResource()]);
-    return mounter;
-  }
   const writes = () => h.client.count('create') + h.client.count('update') + h.client.count('delete');
 
   const spoilers: [string, (h: Harness, marker: string) => Promise<void>][] = [
@@ -163,7 +150,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
 
   describe.each(spoilers)('%s, with files present', (_label, spoil) => {
     it('is left exactly as found at this and every later sync, whatever changes on either side', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await spoil(h, marker);
       // Local edits of every kind, and remote edits of every kind.
       await h.write(`${dir}/a.md`, 'alpha, edited locally');
@@ -192,7 +179,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('stays untrusted even if the right marker comes back later', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       const ownMarker = await h.read(marker);
       await spoil(h, marker);
       await m.reconcile({ force: true });
@@ -205,7 +192,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('is left in place at finalize, reported in leftInPlace, nothing sent', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await spoil(h, marker);
       await m.reconcile({ force: true });
       await h.write(`${dir}/a.md`, 'edited before finalize');
@@ -223,7 +210,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it.each(['completed', 'aborted'] as const)('found first at finalize (%s): nothing sent, folder left as found', async (outcome) => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await spoil(h, marker);
       await h.write(`${dir}/a.md`, 'edited, never synced');
       await h.remove(`${dir}/b.md`);
@@ -244,7 +231,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
   });
 
   it('a store path that is no longer a directory is left as found, at syncs and at finalize', async () => {
-    const m = await mounted({ deleteGracePeriod: 0 });
+    const m = await h.mountNotes({ deleteGracePeriod: 0 });
     await h.remove(dir);
     await h.write(dir, 'someone else put a file here');
     const report = await m.reconcile({ force: true });
@@ -258,7 +245,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
 
   describe('re-download', () => {
     it('folder gone: re-downloaded from the store as it is now; no deletes, no uploads', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       const ownMarker = await h.read(marker);
       await h.remove(dir);
       h.client.putAs(STORE, '/a.md', 'alpha v2');
@@ -284,9 +271,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     // Engine bug: the re-download makes only the store folder, non-recursively, so with the folder
     // above it gone the mkdir fails (ENOENT) and every later pass fails the same way.
     it('folder of a nested mount gone together with the folder above it: re-downloaded', async () => {
-      h.client.seed(STORE, SEED);
-      const m = h.mounter({ deleteGracePeriod: 0 });
-      await m.materialize([notesResource({ mount_path: '/mnt/memory/team/notes' })]);
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, SEED, { mount_path: '/mnt/memory/team/notes' });
       await h.remove(`${h.memoryRoot}/team`);
       const report = await m.reconcile({ force: true });
       expect(report!.stores[0]!.status).toBe('redownloaded');
@@ -295,7 +280,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('folder emptied (marker gone, no files, empty sub-folders left): re-downloaded; no deletes, no uploads', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await h.remove(marker);
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
@@ -314,7 +299,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('every memory file gone at once (marker intact, baseline of 2): re-download, no remote deletes, grace 0, forced', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 }, { '/a.md': 'alpha', '/b.md': 'beta' });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, { '/a.md': 'alpha', '/b.md': 'beta' });
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
       h.clock.advance(3600);
@@ -331,7 +316,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('a wiped folder found at finalize (grace waived) is not read as deletions either', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
       await h.remove(`${dir}/d`);
@@ -344,7 +329,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
 
     // SPEC 4.4 counts *memory* files: a new file beside the wipe does not make it a set of deletions.
     it('every memory file gone at once while a new file was written: still a wipe, no remote deletes', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
       await h.remove(`${dir}/d`);
@@ -357,7 +342,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
 
   describe('single-file baseline', () => {
     it('its file deleted is a normal deletion candidate: sent once due (grace 0)', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 }, { '/only.md': 'the one' });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, { '/only.md': 'the one' });
       await h.remove(`${dir}/only.md`);
       const report = await m.reconcile({ force: true });
       expect(report!.stores[0]!.status).toBe('synced');
@@ -367,7 +352,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     });
 
     it('its file deleted waits out the grace period like any candidate', async () => {
-      const m = await mounted({ deleteGracePeriod: 30 }, { '/only.md': 'the one' });
+      const m = await h.mountNotes({ deleteGracePeriod: 30 }, { '/only.md': 'the one' });
       await h.remove(`${dir}/only.md`);
       const report = await m.reconcile({ force: true });
       expect(report!.stores[0]).toMatchObject({ status: 'synced', pendingDeletions: ['/only.md'], deletedRemote: [] });
@@ -376,10 +361,8 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
   });
 
   it('an unreadable store folder skips the pass (nothing sent, nothing re-downloaded) and is not held against it later', async () => {
-    h.client.seed(STORE, SEED);
     const fs = new FaultyFileSystem(h.fs);
-    const m = h.mounter({ fileSystem: fs, deleteGracePeriod: 0 });
-    await m.materialize([notesResource()]);
+    const m = await h.mountNotes({ fileSystem: fs, deleteGracePeriod: 0 });
     await h.remove(`${dir}/a.md`);
     fs.fail('readdir', dir, 'EACCES');
     const report = await m.reconcile({ force: true });

@@ -1,8 +1,17 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { NodeFileSystem, MemoryMounter, type FileSystem, type Logger, type MemoryMounterOptions } from '@memory-mounter/core';
+import {
+  MARKER_FILE,
+  NodeFileSystem,
+  MemoryMounter,
+  type FileSystem,
+  type Logger,
+  type MemoryMounterOptions,
+  type StoreMemory,
+} from '@memory-mounter/core';
 
 /**
  * A mounter wired to an in-memory store, a test clock and a recording logger, on either an
@@ -36,6 +45,19 @@ export interface Harness {
   logger: RecordingLogger;
   clock: { now: number; advance(seconds: number): void };
   mounter(options?: Partial<MemoryMounterOptions>): MemoryMounter;
+  /** Host path of the Notes store's folder, where notesResource() mounts by default. */
+  notesDir: string;
+  /** Host path of the marker in notesDir. */
+  markerPath: string;
+  /**
+   * Seeds STORE with `seed`, then returns a mounter made with `options` that has materialized
+   * notesResource(`resource`).
+   */
+  mountNotes(
+    options?: Partial<MemoryMounterOptions>,
+    seed?: Record<string, string>,
+    resource?: Record<string, unknown>,
+  ): Promise<MemoryMounter>;
   write(path: string, content: string | Uint8Array): Promise<void>;
   read(path: string): Promise<string | null>;
   exists(path: string): Promise<boolean>;
@@ -65,14 +87,24 @@ export async function makeHarness(kind: DiskKind): Promise<Harness> {
     },
   };
   const encoder = new TextEncoder();
+  const mounter = (options: Partial<MemoryMounterOptions> = {}) =>
+    new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot, now: () => clock.now, logger, ...options });
+  const notesDir = `${memoryRoot}/notes`;
   return {
     fs,
     memoryRoot,
     client,
     logger,
     clock,
-    mounter: (options = {}) =>
-      new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot, now: () => clock.now, logger, ...options }),
+    mounter,
+    notesDir,
+    markerPath: `${notesDir}/${MARKER_FILE}`,
+    mountNotes: async (options = {}, seed = SEED, resource = {}) => {
+      client.seed(STORE, seed);
+      const m = mounter(options);
+      await m.materialize([notesResource(resource)]);
+      return m;
+    },
     write: async (path, content) => {
       const data = typeof content === 'string' ? encoder.encode(content) : content;
       const dir = path.slice(0, path.lastIndexOf('/'));
@@ -94,10 +126,30 @@ export async function makeHarness(kind: DiskKind): Promise<Harness> {
   };
 }
 
+/**
+ * A fresh harness on `kind` for every test of the enclosing describe, cleaned up after it. The
+ * object returned is the same one throughout, refilled before each test: keep it, not its fields.
+ */
+export function useHarness(kind: DiskKind): Harness {
+  const h = {} as Harness;
+  beforeEach(async () => {
+    Object.assign(h, await makeHarness(kind));
+  });
+  afterEach(() => h.cleanup());
+  return h;
+}
+
 export const STORE = 'memstore_notes';
+/** What mountNotes() seeds STORE with unless told otherwise. */
+export const SEED: Record<string, string> = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
 export const notesResource = (over: Record<string, unknown> = {}) => ({
   type: 'memory_store',
   memory_store_id: STORE,
   name: 'Notes',
   ...over,
+});
+
+/** For `client.list`: a store that never answers, and ignores the abort signal. */
+export const neverAnsweringList = (): AsyncIterable<StoreMemory> => ({
+  [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }),
 });

@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { MemoryConfigError, MemoryLifecycleError, MemoryMounter, MemoryMountError, MemoryWriteRefusedError } from '@memory-mounter/core';
 import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 // Edges of the mounter's life found in review: timer limits, overlapping calls, what is left
 // mounted, what a write guard covers, and how failures are classified.
@@ -16,13 +16,11 @@ describe('finalSyncTimeout beyond what a timer can hold', () => {
 });
 
 describe.each(DISKS)('lifecycle edges on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
+  beforeEach(() => {
+    dir = h.notesDir;
   });
-  afterEach(() => h.cleanup());
 
   it('finalize during materialize waits for it, then tears down what it made', async () => {
     h.client.seed(STORE, { '/a.md': 'a' });
@@ -34,6 +32,27 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
     expect(report.removed).toEqual([dir]);
     expect(await h.exists(dir)).toBe(false);
     await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
+  });
+
+  it('a reconcile between the end of materialize and the end of finalize is refused', async () => {
+    h.client.seed(STORE, { '/a.md': 'a' });
+    h.client.latencyMs = 30;
+    const m = h.mounter();
+    const mounting = m.materialize([notesResource()]);
+    const finalizing = m.finalize();
+    await mounting;
+    await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
+    await finalizing;
+  });
+
+  it('a plain Error thrown by a listing is a store error too (the pass fails as unavailable)', async () => {
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    h.client.list = () => {
+      throw new Error('connection reset');
+    };
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^store unavailable/) });
   });
 
   it('nothing is mounted after finalize: mounts and roots are empty', async () => {
@@ -62,9 +81,7 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
   });
 
   it('a store client throwing a plain Error is recorded as a store error (unavailable), not a disk one', async () => {
-    h.client.seed(STORE, { '/a.md': 'a' });
-    const m = h.mounter();
-    await m.materialize([notesResource()]);
+    const m = await h.mountNotes({}, { '/a.md': 'a' });
     h.client.putAs(STORE, '/a.md', 'changed');
     h.client.get = () => Promise.reject(new Error('socket hang up'));
     const report = await m.reconcile({ force: true });

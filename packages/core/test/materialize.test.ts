@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryMountError, mountPathSlug } from '@memory-mounter/core';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 const store = (id: string, over: Record<string, unknown> = {}) => ({ type: 'memory_store', memory_store_id: id, name: id, ...over });
 
@@ -27,11 +27,7 @@ describe('mountPathSlug', () => {
 });
 
 describe.each(DISKS)('materialize on %s', (disk) => {
-  let h: Harness;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-  });
-  afterEach(() => h.cleanup());
+  const h = useHarness(disk);
 
   it('downloads the whole store under the slug of its name, with the marker, before returning', async () => {
     h.client.seed(STORE, { '/a.md': 'alpha', '/deep/er/b.md': 'beta' });
@@ -130,7 +126,7 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     }
     h.client.putAs(STORE, '/fine.md', 'fine');
     await h.mounter().materialize([notesResource()]);
-    const dir = `${h.memoryRoot}/notes`;
+    const dir = h.notesDir;
     expect((await h.fs.readdir(dir)).map((e) => e.name).sort()).toEqual(['.anthropic-memory-store', 'fine.md']);
     const warned = h.logger.warnings().map((w) => w.fields);
     for (const path of ['/.anthropic-memory-store', '/x/.a.md.mm-tmp-0123456789ab', '/back\\slash.md']) {
@@ -159,7 +155,8 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     );
     expect(err.code).toBe('download_failed');
     expect(err.memoryStoreId).toBe('memstore_bad');
-    expect((err.cause as Error).message).toBe('boom');
+    // Whatever a client throws reaches the engine as a StoreError; the original is its cause.
+    expect(err.cause).toMatchObject({ kind: 'unavailable', cause: { message: 'boom' } });
     expect(await h.fs.readdir(h.memoryRoot)).toEqual([]);
   });
 

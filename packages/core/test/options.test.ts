@@ -2,10 +2,10 @@ import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import createDebug from 'debug';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions, type StoreMemory } from '@memory-mounter/core';
-import { DISKS, makeHarness, notesResource, RecordingLogger, STORE, type Harness } from './harness.js';
+import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
+import { DISKS, neverAnsweringList, notesResource, RecordingLogger, STORE, useHarness } from './harness.js';
 
 /** MemoryMounterOptions: every refusal names its option; every default is measured, not read back. */
 
@@ -80,24 +80,17 @@ describe('MemoryConfigError, naming the option at fault', () => {
   });
 });
 
-describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
-  let h: Harness;
-  let dir: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
-  });
-  afterEach(() => h.cleanup());
+const FILES = { '/a.md': 'alpha', '/b.md': 'beta' };
 
-  async function mounted(opts: Partial<MemoryMounterOptions> = {}): Promise<MemoryMounter> {
-    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
-    const m = h.mounter(opts);
-    await m.materialize([notesResource()]);
-    return m;
-  }
+describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
+  const h = useHarness(disk);
+  let dir: string;
+  beforeEach(() => {
+    dir = h.notesDir;
+  });
 
   it('memory_sync_interval defaults to 15 s (materialize counts as a sync)', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.clock.advance(14.999);
     expect(await m.reconcile()).toBeNull();
     h.clock.advance(0.001);
@@ -110,7 +103,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
   });
 
   it('memory_sync_interval is in seconds', async () => {
-    const m = await mounted({ memory_sync_interval: 2.5 });
+    const m = await h.mountNotes({ memory_sync_interval: 2.5 }, FILES);
     h.clock.advance(2.499);
     expect(await m.reconcile()).toBeNull();
     h.clock.advance(0.001);
@@ -118,7 +111,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
   });
 
   it('deleteGracePeriod defaults to 30 s from when the file is first seen missing, and deletions default to enabled', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
     const first = await m.reconcile({ force: true });
     expect(first!.stores[0]!.pendingDeletions).toEqual(['/a.md']);
@@ -133,7 +126,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
   });
 
   it('deleteGracePeriod is in seconds', async () => {
-    const m = await mounted({ deleteGracePeriod: 1.5 });
+    const m = await h.mountNotes({ deleteGracePeriod: 1.5 }, FILES);
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     h.clock.advance(1.499);
@@ -145,18 +138,16 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
   });
 
   it('memoryRoot is normalised: a trailing slash or a ./ segment mounts at the same place', async () => {
-    h.client.seed(STORE, { '/a.md': 'alpha' });
-    const m = h.mounter({ memoryRoot: `${h.memoryRoot}/./` });
-    await m.materialize([notesResource()]);
+    const m = await h.mountNotes({ memoryRoot: `${h.memoryRoot}/./` }, { '/a.md': 'alpha' });
     expect(m.roots).toEqual([dir]);
     expect(await h.read(`${dir}/a.md`)).toBe('alpha');
     expect(() => m.checkWrite(`${h.memoryRoot}/x.md`)).toThrow(expect.objectContaining({ reason: 'outside_store' }));
   });
 
   it('finalSyncTimeout defaults to 30 s, bounding the final sync and, separately, the flush', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     // A store that never answers, and ignores the abort.
-    h.client.list = () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }) });
+    h.client.list = neverAnsweringList;
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       let done = false;

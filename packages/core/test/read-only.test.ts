@@ -1,29 +1,20 @@
 import { stat } from 'node:fs/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { MemfsFileSystem } from '@memory-mounter/testing';
-import type { DeletionMode, MemoryMounter, MemoryMounterOptions, MemoryStoreResource } from '@memory-mounter/core';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import type { DeletionMode, MemoryStoreResource } from '@memory-mounter/core';
+import { DISKS, notesResource, SEED, STORE, useHarness } from './harness.js';
 
 /** SPEC 4.6: a read-only store is pulled like any other and never written to. */
 
-const SEED = { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' };
+const READ_ONLY = { access: 'read_only' };
 const RW = 'memstore_scratch';
 
 describe.each(DISKS)('read-only stores on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
+  beforeEach(() => {
+    dir = h.notesDir;
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(opts: Partial<MemoryMounterOptions> = {}): Promise<MemoryMounter> {
-    h.client.seed(STORE, SEED);
-    const mounter = h.mounter(opts);
-    await mounter.materialize([notesResource({ access: 'read_only' })]);
-    return mounter;
-  }
   const writes = () => h.client.count('create') + h.client.count('update') + h.client.count('delete');
 
   async function mode(path: string): Promise<number> {
@@ -32,14 +23,14 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   }
 
   it('is downloaded like any store', async () => {
-    await mounted();
+    await h.mountNotes({}, SEED, READ_ONLY);
     expect(await h.read(`${dir}/a.md`)).toBe('alpha');
     expect(await h.read(`${dir}/d/c.md`)).toBe('gamma');
   });
 
   describe.each(['completed', 'aborted'] as const)('never pushed (finalize %s)', (outcome) => {
     it('local edits and new files stay local, at every sync and at finalize', async () => {
-      const m = await mounted({ deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, SEED, READ_ONLY);
       await h.write(`${dir}/a.md`, 'alpha, edited in a shell');
       await h.write(`${dir}/n.md`, 'new, from a shell');
       const first = await m.reconcile({ force: true });
@@ -59,7 +50,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
 
   describe.each(['enabled', 'log_only', 'disabled'] as DeletionMode[])('memory_sync_deletions %s', (mode) => {
     it('a file deleted locally is never deleted remotely, nor logged as a delete; it stays gone', async () => {
-      const m = await mounted({ memory_sync_deletions: mode, deleteGracePeriod: 0 });
+      const m = await h.mountNotes({ memory_sync_deletions: mode, deleteGracePeriod: 0 }, SEED, READ_ONLY);
       await h.remove(`${dir}/a.md`);
       const first = await m.reconcile({ force: true });
       expect(first!.stores[0]!.deletedRemote).toEqual([]);
@@ -87,7 +78,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   });
 
   it('a local edit is kept, not synced, until the next remote change to that memory overwrites it', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, SEED, READ_ONLY);
     await h.write(`${dir}/a.md`, 'mine');
     await m.reconcile({ force: true });
     await m.reconcile({ force: true });
@@ -107,7 +98,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   });
 
   it('a new local file is overwritten when a memory appears at its path', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, SEED, READ_ONLY);
     await h.write(`${dir}/n.md`, 'mine');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/n.md`)).toBe('mine');
@@ -118,7 +109,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   });
 
   it('a file deleted locally comes back with the next remote change to its memory', async () => {
-    const m = await mounted({ deleteGracePeriod: 0 });
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, SEED, READ_ONLY);
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     expect(await h.exists(`${dir}/a.md`)).toBe(false);
@@ -129,7 +120,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   });
 
   it('a memory deleted in the store: an untouched file follows; an edited file is kept with a warning, never pushed', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, SEED, READ_ONLY);
     await h.write(`${dir}/a.md`, 'mine, the only copy');
     h.client.removeAs(STORE, '/a.md');
     h.client.removeAs(STORE, '/b.md');
@@ -145,7 +136,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   });
 
   it('local changes are not blocked: files and folders stay writable by their owner', async () => {
-    await mounted();
+    await h.mountNotes({}, SEED, READ_ONLY);
     expect((await mode(`${dir}/a.md`)) & 0o200).not.toBe(0);
     expect((await mode(`${dir}/d/c.md`)) & 0o200).not.toBe(0);
     expect((await mode(`${dir}/d`)) & 0o200).not.toBe(0);

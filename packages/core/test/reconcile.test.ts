@@ -1,24 +1,17 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DISKS, makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DISKS, notesResource, STORE, useHarness } from './harness.js';
+
+const FILES = { '/a.md': 'alpha', '/d/b.md': 'beta' };
 
 describe.each(DISKS)('reconcile on %s', (disk) => {
-  let h: Harness;
+  const h = useHarness(disk);
   let dir: string;
-  beforeEach(async () => {
-    h = await makeHarness(disk);
-    dir = `${h.memoryRoot}/notes`;
+  beforeEach(() => {
+    dir = h.notesDir;
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(files: Record<string, string> = { '/a.md': 'alpha', '/d/b.md': 'beta' }, opts = {}) {
-    h.client.seed(STORE, files);
-    const mounter = h.mounter(opts);
-    await mounter.materialize([notesResource()]);
-    return mounter;
-  }
 
   it('does nothing when nothing changed, and fetches nothing', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     const gets = h.client.count('get');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]).toMatchObject({ status: 'synced', pulled: [], pushed: [], deletedLocal: [], deletedRemote: [] });
@@ -27,7 +20,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('pushes a local edit as an update guarded by the remote sha', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.write(`${dir}/a.md`, 'alpha 2');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pushed).toEqual(['/a.md']);
@@ -36,14 +29,14 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('creates a memory for a new local file, nested folders included', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.write(`${dir}/new/deep/c.md`, 'gamma');
     await m.reconcile({ force: true });
     expect(h.client.snapshot(STORE)['/new/deep/c.md']).toBe('gamma');
   });
 
   it('pulls a remote edit and a new remote memory, fetching only those', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.client.putAs(STORE, '/a.md', 'alpha from elsewhere');
     h.client.putAs(STORE, '/e/f.md', 'new');
     const gets = h.client.count('get');
@@ -55,7 +48,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('both changed to the same content: adopted with no transfer', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.client.putAs(STORE, '/a.md', 'same');
     await h.write(`${dir}/a.md`, 'same');
     const before = h.client.requests.length;
@@ -66,7 +59,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('conflict: the store wins, with a warning naming the path and the store', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.client.putAs(STORE, '/a.md', 'remote edit');
     await h.write(`${dir}/a.md`, 'local edit');
     const report = await m.reconcile({ force: true });
@@ -78,7 +71,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('a memory deleted in the store is deleted locally when the file was untouched', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.client.removeAs(STORE, '/a.md');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.deletedLocal).toEqual(['/a.md']);
@@ -86,7 +79,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('a memory deleted in the store but edited locally is re-created from the file', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     h.client.removeAs(STORE, '/a.md');
     await h.write(`${dir}/a.md`, 'only copy');
     await m.reconcile({ force: true });
@@ -95,7 +88,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('a file deleted locally while its memory changed remotely is restored', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
     h.client.putAs(STORE, '/a.md', 'changed remotely');
     await m.reconcile({ force: true });
@@ -104,7 +97,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('gone on both sides: dropped from the baseline, nothing sent', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
     h.client.removeAs(STORE, '/a.md');
     await m.reconcile({ force: true });
@@ -117,7 +110,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   describe('throttling', () => {
     it('returns null until memory_sync_interval has passed since the last sync (materialize counts)', async () => {
-      const m = await mounted(undefined, { memory_sync_interval: 15 });
+      const m = await h.mountNotes({ memory_sync_interval: 15 }, FILES);
       h.clock.advance(14);
       expect(await m.reconcile()).toBeNull();
       h.clock.advance(1);
@@ -128,7 +121,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('concurrent calls share one run', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       const lists = h.client.count('list');
       const [a, b, c] = await Promise.all([m.reconcile({ force: true }), m.reconcile({ force: true }), m.reconcile()]);
       expect(a).toBe(b);
@@ -139,7 +132,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   describe('store errors', () => {
     it('precondition_failed on a push drops it; the next sync pulls the winner', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/a.md`, 'mine');
       h.client.failNext('update', 'precondition_failed');
       const first = await m.reconcile({ force: true });
@@ -151,7 +144,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('not_found on update re-creates the memory', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/a.md`, 'mine');
       // Another writer deletes the memory between our listing and our update.
       const update = h.client.update.bind(h.client);
@@ -165,7 +158,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('path_conflict on create: the next listing decides (store wins on different content)', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/n.md`, 'mine');
       // Another writer creates the same path between our listing and our create.
       const create = h.client.create.bind(h.client);
@@ -181,7 +174,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('rejected: warned once, not retried until the file changes', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/a.md`, 'refused');
       h.client.failNext('update', 'rejected');
       await m.reconcile({ force: true });
@@ -194,7 +187,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('unavailable after the write applied: the next listing recognises our write', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/a.md`, 'sent once');
       h.client.failAfterApply('update');
       const first = await m.reconcile({ force: true });
@@ -206,7 +199,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('unavailable before the write applied: the next sync sends it again', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/a.md`, 'try again');
       h.client.failNext('update', 'unavailable');
       await m.reconcile({ force: true });
@@ -231,7 +224,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   describe('content the store cannot take', () => {
     it('non-UTF-8 and oversize files are refused with a warning, other files keep syncing', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/bin.dat`, new Uint8Array([0xff, 0xfe, 0x00, 0x80]));
       await h.write(`${dir}/big.md`, 'x'.repeat(102_401));
       await h.write(`${dir}/ok.md`, 'fine');
@@ -244,7 +237,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     });
 
     it('exactly 102,400 bytes and multi-byte UTF-8 (BOM kept) are pushed byte for byte', async () => {
-      const m = await mounted();
+      const m = await h.mountNotes({}, FILES);
       await h.write(`${dir}/max.md`, 'y'.repeat(102_400));
       await h.write(`${dir}/bom.md`, '\uFEFFnaïve ✓');
       await m.reconcile({ force: true });
@@ -256,7 +249,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   });
 
   it('the marker and temp files of atomic writes never sync', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({}, FILES);
     await h.write(`${dir}/.a.md.mm-tmp-0123456789ab`, 'half written');
     await m.reconcile({ force: true });
     const paths = Object.keys(h.client.snapshot(STORE));

@@ -1,33 +1,26 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeHarness, notesResource, STORE, type Harness } from './harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { notesResource, STORE, useHarness } from './harness.js';
+
+const FILES = { '/a.md': 'a', '/b.md': 'b' };
 
 // Links, special files and modes, on the real disk: what memfs cannot show.
 describe('symlinks, special files and modes on a real disk', () => {
-  let h: Harness;
+  const h = useHarness('node');
   let dir: string;
   let outside: string;
   beforeEach(async () => {
-    h = await makeHarness('node');
-    dir = `${h.memoryRoot}/notes`;
+    dir = h.notesDir;
     outside = `${dirname(h.memoryRoot)}/host-secrets`;
     await mkdir(outside);
     await writeFile(`${outside}/secret.txt`, 'TOP SECRET');
   });
-  afterEach(() => h.cleanup());
-
-  async function mounted(files: Record<string, string> = { '/a.md': 'a', '/b.md': 'b' }) {
-    h.client.seed(STORE, files);
-    const m = h.mounter({ deleteGracePeriod: 0 });
-    await m.materialize([notesResource()]);
-    return m;
-  }
   const uploaded = () => Object.values(h.client.snapshot(STORE)).join('\n');
 
   it('a symlink to a host file is never read nor uploaded; it is reported and warned once', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await symlink(`${outside}/secret.txt`, `${dir}/leak.md`);
     const report = await m.reconcile({ force: true });
     await m.reconcile({ force: true });
@@ -37,7 +30,7 @@ describe('symlinks, special files and modes on a real disk', () => {
   });
 
   it('a symlinked folder is never descended into, and a remote memory under it is never written through it', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await symlink(outside, `${dir}/linked`);
     h.client.putAs(STORE, '/linked/secret.txt', 'overwritten through the link');
     h.client.putAs(STORE, '/linked/new.md', 'planted through the link');
@@ -48,7 +41,7 @@ describe('symlinks, special files and modes on a real disk', () => {
   });
 
   it('a memory file replaced by a symlink is neither deleted remotely nor written through', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await h.remove(`${dir}/a.md`);
     await symlink(`${outside}/secret.txt`, `${dir}/a.md`);
     h.clock.advance(3600);
@@ -61,7 +54,7 @@ describe('symlinks, special files and modes on a real disk', () => {
   });
 
   it('a FIFO in a mount is skipped without blocking the sync', async () => {
-    const m = await mounted();
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     execFileSync('mkfifo', [`${dir}/pipe`]);
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/pipe', reason: 'is not a regular file' });
@@ -75,7 +68,7 @@ describe('symlinks, special files and modes on a real disk', () => {
   });
 
   it('store folders are 0700 and memory files 0600', async () => {
-    await mounted({ '/sub/a.md': 'a' });
+    await h.mountNotes({ deleteGracePeriod: 0 }, { '/sub/a.md': 'a' });
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
     expect((await stat(`${dir}/sub`)).mode & 0o777).toBe(0o700);
     expect((await stat(`${dir}/sub/a.md`)).mode & 0o777).toBe(0o600);

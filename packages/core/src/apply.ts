@@ -71,6 +71,12 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
       ctx.report.refused.push({ path: action.path, reason: action.reason });
       if (action.firstTime) ctx.logger.warn(`not pushed: file ${action.reason}`, { path: action.path });
       return;
+    case 'note_conflict':
+      ctx.report.conflicts.push(action.path);
+      ctx.logger.warn('conflict: the file and the memory both changed; the store keeps its version and the local edit is not pushed', {
+        path: action.path,
+      });
+      return;
     case 'keep_local': {
       ctx.report.refused.push({ path: action.path, reason: 'read-only store: local changes are never pushed' });
       const key = `keep:${action.path}:${action.localSha}`;

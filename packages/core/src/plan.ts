@@ -54,7 +54,9 @@ export type Action =
   /** Local content that must not be pushed. `firstTime`: warn now; otherwise it was warned already. */
   | { type: 'refuse'; path: string; localSha: string; reason: string; firstTime: boolean }
   /** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
-  | { type: 'keep_local'; path: string; localSha: string; warn: boolean };
+  | { type: 'keep_local'; path: string; localSha: string; warn: boolean }
+  /** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
+  | { type: 'note_conflict'; path: string };
 
 export interface Plan {
   actions: Action[];
@@ -175,8 +177,10 @@ export function planStore(input: PlanInput): Plan {
         break;
 
       case 'both_changed_differ':
-        // L != R, both != B: a real conflict. The store is the source of truth and wins.
-        pull(path, r!, l, 'conflict');
+        // L != R, both != B: a real conflict. The store is the source of truth and wins. A
+        // push-only flush cannot pull, but the local edit it will not send must still be named.
+        if (pushOnly) actions.push({ type: 'note_conflict', path });
+        else pull(path, r!, l, 'conflict');
         break;
 
       case 'local_missing': {

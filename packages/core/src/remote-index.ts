@@ -13,14 +13,27 @@ export interface RemoteIndex {
   skipped: { path: string; reason: string }[];
 }
 
-export function indexRemote(memories: Iterable<Pick<StoreMemory, 'id' | 'path' | 'content_sha256'>>): RemoteIndex {
+export function indexRemote(
+  memories: Iterable<Pick<StoreMemory, 'id' | 'path' | 'content_sha256'>>,
+  opts: { caseInsensitiveDisk?: boolean } = {},
+): RemoteIndex {
   const remote = new Map<string, RemoteEntry>();
   const skipped: RemoteIndex['skipped'] = [];
-  for (const memory of memories) {
+  // On a case-insensitive disk, /Notes.md and /notes.md are one file: only the first in path
+  // order gets it, so that neither memory is ever written over the other's file.
+  const byFoldedPath = new Map<string, string>();
+  const sorted = [...memories].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const memory of sorted) {
     const problem = mountablePathProblem(memory.path);
+    const folded = memory.path.toLowerCase();
+    const twin = opts.caseInsensitiveDisk ? byFoldedPath.get(folded) : undefined;
     if (problem) skipped.push({ path: memory.path, reason: `remote path ${problem}` });
     else if (remote.has(memory.path)) skipped.push({ path: memory.path, reason: 'listed twice by the store' });
-    else remote.set(memory.path, { id: memory.id, sha: memory.content_sha256 });
+    else if (twin !== undefined) skipped.push({ path: memory.path, reason: `differs only in case from ${twin}, and this disk ignores case` });
+    else {
+      remote.set(memory.path, { id: memory.id, sha: memory.content_sha256 });
+      byFoldedPath.set(folded, memory.path);
+    }
   }
   const folders = new Set<string>();
   for (const path of remote.keys()) for (const folder of ancestorPaths(path)) folders.add(folder);
@@ -28,4 +41,18 @@ export function indexRemote(memories: Iterable<Pick<StoreMemory, 'id' | 'path' |
     if (remote.delete(path)) skipped.push({ path, reason: 'remote path is also a folder of other memories' });
   }
   return { remote, skipped };
+}
+
+/**
+ * On a case-insensitive disk a file may be listed under another spelling than its memory's
+ * (`/notes.md` for `/Notes.md`). Renames such local paths to the spelling the store or the
+ * baseline uses, so the table compares the file with its own memory, not with "a new file" and
+ * "a deleted memory".
+ */
+export function alignLocalCase<T>(local: ReadonlyMap<string, T>, known: Iterable<string>): Map<string, T> {
+  const spelling = new Map<string, string>();
+  for (const path of known) spelling.set(path.toLowerCase(), path);
+  const aligned = new Map<string, T>();
+  for (const [path, value] of local) aligned.set(spelling.get(path.toLowerCase()) ?? path, value);
+  return aligned;
 }

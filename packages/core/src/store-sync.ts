@@ -1,14 +1,16 @@
+import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
 import { applyPlan } from './apply.js';
 import { asStoreError, listAll, storeCall, StoreError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
+import { MARKER_FILE } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { ensureFolders, hostPathOf, localNow } from './local-io.js';
 import { readMarker, writeMarker } from './marker.js';
 import { planStore, settleUnknownWrites } from './plan.js';
-import { indexRemote } from './remote-index.js';
+import { alignLocalCase, indexRemote } from './remote-index.js';
 import type { StoreSyncReport } from './reports.js';
-import { scanStore } from './scan.js';
+import { scanStore, type LocalSnapshot } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
@@ -41,6 +43,8 @@ export interface PassOptions {
  */
 export class StoreSync {
   readonly state: SyncState = emptySyncState();
+  /** Whether the disk under this store folds case (/A.md and /a.md one file); probed at download. */
+  #caseInsensitive = false;
 
   constructor(
     readonly mount: MountedStore,
@@ -54,8 +58,10 @@ export class StoreSync {
   async download(signal: AbortSignal): Promise<string[]> {
     const { fs, client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
+    // The marker exists now: if its name in upper case finds it too, the disk ignores case.
+    this.#caseInsensitive = (await fs.lstat(posix.join(this.mount.path, MARKER_FILE.toUpperCase()))) !== null;
     const listed = await listAll(() => client.list(storeId, { withContent: true, signal }));
-    const { remote, skipped } = indexRemote(listed);
+    const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
     for (const { path, reason } of skipped) this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
     const byPath = new Map(listed.map((m) => [m.path, m]));
 
@@ -118,7 +124,8 @@ export class StoreSync {
     }
     opts.signal.throwIfAborted();
 
-    const snapshot = await scanStore(fs, mount.path, mount.memoryStoreId, state.scanCache);
+    const scanned = await scanStore(fs, mount.path, mount.memoryStoreId, state.scanCache);
+    let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     const verdict = assessFolder(snapshot, state.baseline);
     switch (verdict.kind) {
       case 'distrusted':
@@ -154,7 +161,8 @@ export class StoreSync {
       this.warnOnce(`blocked:${path}:${reason}`, `left alone: ${reason}`, { path });
     }
     const listed = await listAll(() => client.list(mount.memoryStoreId, { signal: opts.signal }));
-    const { remote, skipped } = indexRemote(listed);
+    const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
+    snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const { path, reason } of skipped) {
       report.skippedPaths.push({ path, reason });
       this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
@@ -193,6 +201,13 @@ export class StoreSync {
       },
       plan.actions,
     );
+  }
+
+  /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */
+  private inStoreSpelling(snapshot: LocalSnapshot, known: Iterable<string>): LocalSnapshot {
+    if (!this.#caseInsensitive) return snapshot;
+    const paths = [...known];
+    return { ...snapshot, files: alignLocalCase(snapshot.files, paths), blocked: alignLocalCase(snapshot.blocked, paths) };
   }
 
   /** Why finalize must leave this store's folder in place, or null when it may go. */

@@ -269,6 +269,9 @@ describe('planStore: refusals, blocked paths, push-only flush', () => {
       expect(rw(sides, pushOnly).actions).toEqual([]);
     }
     expect(rw({ b: 'B', r: 'B' }, { ...pushOnly, missingSince: new Map([[P, 5]]) }).missingSince.get(P)).toBe(5);
+    // A conflict cannot be pulled in a push-only flush, but the local edit it drops is named.
+    expect(rw({ b: 'B', l: 'L', r: 'R' }, pushOnly).actions).toEqual([{ type: 'note_conflict', path: P }]);
+    expect(rw({ l: 'L', r: 'R' }, pushOnly).actions).toEqual([{ type: 'note_conflict', path: P }]);
   });
 });
 

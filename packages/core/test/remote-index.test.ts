@@ -7,7 +7,7 @@ describe('indexRemote', () => {
   it('keeps valid memories by path and skips what cannot live in a mount, with the reason', () => {
     const { remote, skipped } = indexRemote([memory('/a.md'), memory('/../x'), memory('/.anthropic-memory-store')]);
     expect([...remote.keys()]).toEqual(['/a.md']);
-    expect(skipped.map((s) => s.path).sort()).toEqual(['/.anthropic-memory-store', '/../x']);
+    expect(skipped.map((s) => s.path).sort()).toEqual(['/../x', '/.anthropic-memory-store']);
   });
 
   it('skips a path listed twice, and a memory that is also a folder of others', () => {

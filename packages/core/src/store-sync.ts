@@ -55,7 +55,7 @@ export class StoreSync {
    * Downloads the whole store into its (existing) folder and makes that the baseline. Throws
    * on the first failure; what was written before it stays in the baseline.
    */
-  async download(signal: AbortSignal): Promise<string[]> {
+  async download(signal: AbortSignal): Promise<{ written: string[]; skipped: { path: string; reason: string }[] }> {
     const { fs, client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
@@ -68,6 +68,7 @@ export class StoreSync {
     this.state.baseline.clear();
     this.state.missingSince.clear();
     const written: string[] = [];
+    const clashes: { path: string; reason: string }[] = [];
     const slots = new Semaphore(this.deps.concurrency);
     await Promise.all(
       [...remote.keys()].map((path) =>
@@ -85,10 +86,9 @@ export class StoreSync {
           // disk, or a file/folder overlap): never write over it.
           const there = folderProblem ? null : await localNow(fs, hostPath);
           if (folderProblem || there?.kind !== 'absent') {
-            this.warnOnce(`clash:${path}`, 'remote memory skipped: its place on disk is taken', {
-              path,
-              detail: folderProblem ?? `${hostPath} already exists`,
-            });
+            const detail = folderProblem ?? `${hostPath} already exists`;
+            clashes.push({ path, reason: `its place on disk is taken: ${detail}` });
+            this.warnOnce(`clash:${path}`, 'remote memory skipped: its place on disk is taken', { path, detail });
             return;
           }
           await fs.writeFile(hostPath, bytes, { mode: 0o600 });
@@ -98,7 +98,7 @@ export class StoreSync {
       ),
     );
     logger.debug('downloaded', { path: this.mount.path, memories: written.length });
-    return written.sort();
+    return { written: written.sort(), skipped: [...skipped, ...clashes] };
   }
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
@@ -126,7 +126,10 @@ export class StoreSync {
 
     const scanned = await scanStore(fs, mount.path, mount.memoryStoreId, state.scanCache);
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
-    const verdict = assessFolder(snapshot, state.baseline);
+    // Files already known missing (deletion candidates) are not expected on disk: a folder
+    // emptied one deletion at a time is not a wipe.
+    const expectedOnDisk = [...state.baseline.keys()].filter((path) => !state.missingSince.has(path));
+    const verdict = assessFolder(snapshot, new Set(expectedOnDisk));
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;
@@ -148,7 +151,11 @@ export class StoreSync {
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
         if (snapshot.root === 'missing') await this.deps.recreateFolder();
         else if (snapshot.marker !== 'ok') await writeMarker(fs, mount.path, mount.memoryStoreId);
-        report.pulled = await this.download(opts.signal);
+        {
+          const { written, skipped } = await this.download(opts.signal);
+          report.pulled = written;
+          report.skippedPaths.push(...skipped);
+        }
         report.status = 'redownloaded';
         report.reason = verdict.reason;
         return;

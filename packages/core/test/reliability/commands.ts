@@ -1,0 +1,377 @@
+import fc from 'fast-check';
+import type { StoreErrorKind } from '@memory-mounter/core';
+import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
+import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
+import type { Oracle, StoreKey } from './oracle.js';
+import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleaving, type Scenario } from './world.js';
+
+/**
+ * The steps of a case, as fast-check commands, and the arbitraries that generate them. Each
+ * command is small and prints as the call it makes, so a shrunk counterexample reads as a
+ * script; regression tests build the same commands by hand.
+ */
+export type Step = fc.AsyncCommand<Oracle, Case>;
+
+abstract class CaseStep implements Step {
+  /** Nothing runs after finalize. */
+  check(model: Readonly<Oracle>): boolean {
+    return !model.finalized;
+  }
+  abstract run(model: Oracle, c: Case): Promise<void>;
+  abstract toString(): string;
+}
+
+// --- The agent -------------------------------------------------------------------------------
+
+export class AgentWrite extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string, readonly kind: WriteKind = 'text') {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.write(root, this.path, this.kind, c.token('agent')));
+  }
+  toString() {
+    return `agent.write(${this.store}, ${this.path}${this.kind === 'text' ? '' : `, ${this.kind}`})`;
+  }
+}
+
+export class AgentEdit extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.edit(root, this.path, c.token('agent')));
+  }
+  toString() {
+    return `agent.edit(${this.store}, ${this.path})`;
+  }
+}
+
+export class AgentDelete extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.delete(root, this.path));
+  }
+  toString() {
+    return `agent.delete(${this.store}, ${this.path})`;
+  }
+}
+
+export class AgentRenameFile extends CaseStep {
+  constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.renameFile(root, this.from, this.to));
+  }
+  toString() {
+    return `agent.renameFile(${this.store}, ${this.from}, ${this.to})`;
+  }
+}
+
+export class AgentMkdir extends CaseStep {
+  constructor(readonly store: StoreKey, readonly dir: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.mkdir(root, this.dir));
+  }
+  toString() {
+    return `agent.mkdir(${this.store}, ${this.dir})`;
+  }
+}
+
+export class AgentRemoveDir extends CaseStep {
+  constructor(readonly store: StoreKey, readonly dir: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.removeDir(root, this.dir));
+  }
+  toString() {
+    return `agent.removeDir(${this.store}, ${this.dir})`;
+  }
+}
+
+export class AgentRenameDir extends CaseStep {
+  constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.renameDir(root, this.from, this.to));
+  }
+  toString() {
+    return `agent.renameDir(${this.store}, ${this.from}, ${this.to})`;
+  }
+}
+
+/** A link to the canary file (at a file path) or the canary folder (at a folder path). */
+export class AgentLinkOutside extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string, readonly to: 'file' | 'dir') {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.linkOutside(root, this.path, this.to));
+  }
+  toString() {
+    return `agent.linkOutside(${this.store}, ${this.path} -> canary ${this.to})`;
+  }
+}
+
+export class WipeFolder extends CaseStep {
+  constructor(readonly store: StoreKey, readonly how: WipeKind) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.wipe(root, this.how));
+  }
+  toString() {
+    return `wipe(${this.store}, ${this.how})`;
+  }
+}
+
+export class DamageMarker extends CaseStep {
+  constructor(readonly store: StoreKey, readonly how: MarkerDamage) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.agentStep(this.toString(), this.store, (root, agent) => agent.damageMarker(root, this.how));
+  }
+  toString() {
+    return `damageMarker(${this.store}, ${this.how})`;
+  }
+}
+
+// --- The other writer ------------------------------------------------------------------------
+
+export class RemoteWrite extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')}\n`));
+  }
+  toString() {
+    return `remote.write(${this.store}, ${this.path})`;
+  }
+}
+
+/**
+ * The other writer (or a buggy service) puts a memory at a path no mount may hold: the marker,
+ * a temp-file name, a backslash, a `..` segment. The engine must skip it, never write or delete.
+ */
+export class RemoteWriteHostile extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')} hostile\n`));
+  }
+  toString() {
+    return `remote.writeHostile(${this.store}, ${JSON.stringify(this.path)})`;
+  }
+}
+
+/** The other writer happens to write exactly what the local file holds (both changed alike). */
+export class RemoteCopyLocal extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => {
+      const bytes = c.disk.readFile(`${c.spec(this.store).root}${this.path}`);
+      const text = bytes && new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(c.spec(this.store).id, this.path, text);
+    });
+  }
+  toString() {
+    return `remote.copyLocal(${this.store}, ${this.path})`;
+  }
+}
+
+export class RemoteRename extends CaseStep {
+  constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => {
+      const id = c.spec(this.store).id;
+      if (c.fake.snapshot(id)[this.to] === undefined) c.fake.renameAs(id, this.from, this.to);
+    });
+  }
+  toString() {
+    return `remote.rename(${this.store}, ${this.from}, ${this.to})`;
+  }
+}
+
+export class RemoteDelete extends CaseStep {
+  constructor(readonly store: StoreKey, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => void c.fake.removeAs(c.spec(this.store).id, this.path));
+  }
+  toString() {
+    return `remote.delete(${this.store}, ${this.path})`;
+  }
+}
+
+// --- Faults and the clock --------------------------------------------------------------------
+
+/** The next `times` requests of `op` fail with `kind` before the store applies anything. */
+export class FailNext extends CaseStep {
+  constructor(readonly op: StoreOp, readonly kind: StoreErrorKind, readonly times = 1) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.failNext(this.op, this.kind, this.times));
+  }
+  toString() {
+    return `failNext(${this.op}, ${this.kind}${this.times > 1 ? `, ${this.times}` : ''})`;
+  }
+}
+
+/** The next write of `op` is applied, then answered `unavailable`. */
+export class FailAfterApply extends CaseStep {
+  constructor(readonly op: StoreWriteOp) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.failAfterApply(this.op));
+  }
+  toString() {
+    return `failAfterApply(${this.op})`;
+  }
+}
+
+export class SetLatency extends CaseStep {
+  constructor(readonly ms: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => {
+      c.fake.latencyMs = this.ms;
+    });
+  }
+  toString() {
+    return `latency(${this.ms} ms)`;
+  }
+}
+
+export class AdvanceClock extends CaseStep {
+  constructor(readonly seconds: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => {
+      c.clock.now += this.seconds * 1000;
+    });
+  }
+  toString() {
+    return `clock += ${this.seconds} s`;
+  }
+}
+
+// --- The engine ------------------------------------------------------------------------------
+
+export class Reconcile extends CaseStep {
+  constructor(readonly force: boolean, readonly interleaving?: Interleaving) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.reconcile(this.force, this.interleaving);
+  }
+  toString() {
+    const i = this.interleaving;
+    return `reconcile(${this.force ? 'force' : ''})${i ? ` + agent.${i.act}(${i.store}, ${i.op === 'list' ? i.listPath : `<path of ${i.op}>`}) during ${i.op} #${i.nth}` : ''}`;
+  }
+}
+
+export class Finalize extends CaseStep {
+  constructor(readonly outcome: 'completed' | 'aborted') {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.finalize(this.outcome);
+  }
+  toString() {
+    return `finalize(${this.outcome})`;
+  }
+}
+
+// --- Arbitraries -----------------------------------------------------------------------------
+
+const storeKey = fc.constantFrom<StoreKey>('rw', 'rw', 'rw', 'ro');
+const file = fc.constantFrom(...FILE_PATHS);
+const dir = fc.constantFrom(...DIR_PATHS);
+const anyPath = fc.oneof(file, dir);
+const writeKind = fc.oneof(
+  { arbitrary: fc.constant<WriteKind>('text'), weight: 18 },
+  { arbitrary: fc.constant<WriteKind>('binary'), weight: 1 },
+  { arbitrary: fc.constant<WriteKind>('oversize'), weight: 1 },
+);
+const storeOp = fc.constantFrom<StoreOp>('list', 'get', 'create', 'update', 'delete');
+const writeOp = fc.constantFrom<StoreWriteOp>('create', 'update', 'delete');
+const faultKind = fc.constantFrom<StoreErrorKind>(
+  'unavailable',
+  'unavailable',
+  'rejected',
+  'precondition_failed',
+  'not_found',
+  'path_conflict',
+  'unauthorized',
+);
+const interleaving: fc.Arbitrary<Interleaving> = fc.record({
+  store: storeKey,
+  // Every pass lists; the other requests happen only when there is something to transfer.
+  op: fc.constantFrom<StoreOp>('list', 'list', 'get', 'get', 'update', 'update', 'create', 'create', 'delete'),
+  nth: fc.constantFrom(1, 1, 2),
+  act: fc.constantFrom<'write' | 'delete'>('write', 'write', 'delete'),
+  listPath: file,
+});
+
+const weighted = (weight: number, arbitrary: fc.Arbitrary<Step>): fc.WeightedArbitrary<Step> => ({ weight, arbitrary });
+
+/**
+ * One step of a case, weighted towards edits on both sides, faults and syncs. Marker damage and
+ * wipes are rare: a damaged marker ends all syncing of that store for the rest of the case.
+ */
+export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
+  weighted(16, fc.tuple(storeKey, file, writeKind).map(([s, p, k]) => new AgentWrite(s, p, k))),
+  weighted(6, fc.tuple(storeKey, file).map(([s, p]) => new AgentEdit(s, p))),
+  weighted(6, fc.tuple(storeKey, file).map(([s, p]) => new AgentDelete(s, p))),
+  weighted(3, fc.tuple(storeKey, file, file).map(([s, a, b]) => new AgentRenameFile(s, a, b))),
+  weighted(2, fc.tuple(storeKey, dir).map(([s, d]) => new AgentMkdir(s, d))),
+  weighted(2, fc.tuple(storeKey, dir).map(([s, d]) => new AgentRemoveDir(s, d))),
+  weighted(2, fc.tuple(storeKey, dir, dir).map(([s, a, b]) => new AgentRenameDir(s, a, b))),
+  weighted(2, fc.tuple(storeKey, anyPath).map(([s, p]) => new AgentLinkOutside(s, p, (DIR_PATHS as readonly string[]).includes(p) ? 'dir' : 'file'))),
+  weighted(10, fc.tuple(storeKey, file).map(([s, p]) => new RemoteWrite(s, p))),
+  weighted(2, fc.tuple(storeKey, file).map(([s, p]) => new RemoteCopyLocal(s, p))),
+  weighted(1, fc.tuple(storeKey, fc.constantFrom(...HOSTILE_REMOTE_PATHS)).map(([s, p]) => new RemoteWriteHostile(s, p))),
+  weighted(2, fc.tuple(storeKey, file, file).map(([s, a, b]) => new RemoteRename(s, a, b))),
+  weighted(4, fc.tuple(storeKey, file).map(([s, p]) => new RemoteDelete(s, p))),
+  weighted(6, fc.tuple(storeOp, faultKind, fc.integer({ min: 1, max: 2 })).map(([op, k, n]) => new FailNext(op, k, n))),
+  weighted(3, writeOp.map((op) => new FailAfterApply(op))),
+  weighted(2, fc.constantFrom(0, 0, 1, 3).map((ms) => new SetLatency(ms))),
+  weighted(1, fc.tuple(storeKey, fc.constantFrom<WipeKind>('remove_folder', 'files_only', 'everything')).map(([s, h]) => new WipeFolder(s, h))),
+  weighted(1, fc.tuple(storeKey, fc.constantFrom<MarkerDamage>('delete', 'foreign', 'garbage')).map(([s, h]) => new DamageMarker(s, h))),
+  weighted(6, fc.constantFrom(1, 4, 16, 31, 120).map((s) => new AdvanceClock(s))),
+  weighted(10, fc.boolean().map((force) => new Reconcile(force))),
+  weighted(6, interleaving.map((i) => new Reconcile(true, i))),
+  weighted(1, fc.constantFrom<'completed' | 'aborted'>('completed', 'aborted').map((o) => new Finalize(o))),
+);
+
+export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbitrary<Scenario> {
+  return fc.record({
+    disk,
+    deletionMode: fc.constantFrom<Scenario['deletionMode']>('enabled', 'enabled', 'enabled', 'log_only', 'disabled'),
+    graceSeconds: fc.constantFrom(0, 5, 30),
+    syncIntervalSeconds: fc.constantFrom(5, 15),
+    finalSyncTimeoutSeconds: fc.constantFrom(30, 30, 30, 0.02),
+    seedRw: fc.subarray([...FILE_PATHS]),
+    seedRo: fc.subarray([...FILE_PATHS]),
+    bulk: fc.boolean(),
+  });
+}

@@ -1,0 +1,74 @@
+import { posix } from 'node:path';
+import type { DirEntry, FileStat, FileSystem } from '@memory-mounter/core';
+import type { EntryKind } from './host-disk.js';
+
+/**
+ * The engine's FileSystem with a witness: every path it is handed must lie under memoryRoot and
+ * reach there through real folders only. A path outside, or one with a symlink among its folders
+ * (where even O_NOFOLLOW would follow the link), is recorded as a violation, and the call still
+ * goes ahead so that the rest of the case shows what it did.
+ */
+export class ConfinedFileSystem implements FileSystem {
+  constructor(
+    private readonly inner: FileSystem,
+    private readonly memoryRoot: string,
+    private readonly kindOf: (path: string) => EntryKind | null,
+    private readonly report: (violation: string) => void,
+  ) {}
+
+  lstat(path: string): Promise<FileStat | null> {
+    this.check('lstat', path);
+    return this.inner.lstat(path);
+  }
+
+  readdir(path: string): Promise<DirEntry[]> {
+    this.check('readdir', path);
+    return this.inner.readdir(path);
+  }
+
+  readFile(path: string): Promise<Uint8Array> {
+    this.check('readFile', path);
+    return this.inner.readFile(path);
+  }
+
+  writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
+    this.check('writeFile', path);
+    return this.inner.writeFile(path, data, opts);
+  }
+
+  mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void> {
+    this.check('mkdir', path);
+    return this.inner.mkdir(path, opts);
+  }
+
+  rm(path: string, opts?: { recursive?: boolean }): Promise<void> {
+    this.check('rm', path);
+    return this.inner.rm(path, opts);
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    this.check('rename', from);
+    this.check('rename', to);
+    return this.inner.rename(from, to);
+  }
+
+  private check(op: string, path: string): void {
+    const normalised = posix.normalize(path);
+    if (normalised !== this.memoryRoot && !normalised.startsWith(`${this.memoryRoot}/`)) {
+      this.report(`filesystem ${op} outside memoryRoot: ${path}`);
+      return;
+    }
+    // Every folder between memoryRoot and the entry must be a real folder (or absent).
+    const rest = normalised.slice(this.memoryRoot.length).split('/').filter(Boolean);
+    let dir = this.memoryRoot;
+    for (const segment of rest.slice(0, -1)) {
+      dir = posix.join(dir, segment);
+      const kind = this.kindOf(dir);
+      if (kind === 'symlink') {
+        this.report(`filesystem ${op} through the symlinked folder ${dir}: ${path}`);
+        return;
+      }
+      if (kind !== 'directory') return;
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { knownBugHits, type KnownBug } from './known-bugs.js';
+
+/**
+ * What the random cases exercised, counted as they run, for the figures in docs/reliability.md:
+ * a run that passes while exercising nothing would prove nothing.
+ */
+export const coverage = {
+  cases: 0,
+  steps: 0,
+  passes: 0,
+  agentActionsDuringPasses: 0,
+  remoteDeletesSent: 0,
+  mostDeletesInOnePass: 0,
+  conflictsReported: 0,
+  redownloads: 0,
+  distrustedFolders: 0,
+  faultsFired: 0,
+  finalizes: 0,
+  finalizeBoundsHit: 0,
+};
+
+/** Zeroes the counters (and the known-bug hits) before a run. */
+export function resetCoverage(): void {
+  for (const key of Object.keys(coverage) as (keyof typeof coverage)[]) coverage[key] = 0;
+  for (const key of Object.keys(knownBugHits) as KnownBug[]) knownBugHits[key] = 0;
+}

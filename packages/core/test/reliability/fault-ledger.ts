@@ -1,0 +1,106 @@
+import type { StoreErrorKind } from '@memory-mounter/core';
+import type { InMemoryStoreClient, StoreOp, StoreWriteOp } from '@memory-mounter/testing';
+
+/**
+ * Faults queued on the fake store, and how many of them have gone off.
+ *
+ * The fake has no way to cancel a queued fault, and quiescence needs a store without faults. The
+ * ledger counts each fault as it fires (the fake's messages say "injected ..."), and `drain`
+ * spends the rest on a scratch store that the engine never mounts.
+ */
+export const SCRATCH_STORE = 'memstore_scratch';
+
+const INJECTED_BEFORE = /^injected \w+ on (\w+)$/;
+const INJECTED_AFTER = /^injected unavailable after (\w+) was applied$/;
+
+export class FaultLedger {
+  readonly #queuedBefore = new Map<StoreOp, number>();
+  readonly #queuedAfter = new Map<StoreWriteOp, number>();
+  #scratchCounter = 0;
+
+  constructor(private readonly fake: InMemoryStoreClient) {}
+
+  /** The next `times` requests of `op` fail with `kind` and change nothing. */
+  failNext(op: StoreOp, kind: StoreErrorKind, times: number): void {
+    this.fake.failNext(op, kind, times);
+    bump(this.#queuedBefore, op, times);
+  }
+
+  /** The next write of `op` is applied, then answered `unavailable`. */
+  failAfterApply(op: StoreWriteOp): void {
+    this.fake.failAfterApply(op);
+    bump(this.#queuedAfter, op, 1);
+  }
+
+  /** Called with every error the fake raised: counts the injected ones. True for an injected one. */
+  noteFailure(error: unknown): boolean {
+    const message = error instanceof Error ? error.message : '';
+    const before = INJECTED_BEFORE.exec(message);
+    if (before) bump(this.#queuedBefore, before[1] as StoreOp, -1);
+    const after = INJECTED_AFTER.exec(message);
+    if (after) bump(this.#queuedAfter, after[1] as StoreWriteOp, -1);
+    return before !== null || after !== null;
+  }
+
+  get pending(): number {
+    let n = 0;
+    for (const count of [...this.#queuedBefore.values(), ...this.#queuedAfter.values()]) n += count;
+    return n;
+  }
+
+  /** Fires every fault still queued, on the scratch store. */
+  async drain(): Promise<void> {
+    const scratch = this.fake;
+    // Faults before apply first: while one is queued, a write would consume it instead of applying.
+    for (const [op, count] of this.#queuedBefore) {
+      for (let i = 0; i < count; i++) await ignoreFailure(() => this.requestOnScratch(op));
+    }
+    this.#queuedBefore.clear();
+    for (const [op, count] of this.#queuedAfter) {
+      for (let i = 0; i < count; i++) {
+        const memory = scratch.putAs(SCRATCH_STORE, this.scratchPath(), 'a');
+        if (op === 'create') await ignoreFailure(() => scratch.create(SCRATCH_STORE, { path: this.scratchPath(), content: 'b' }));
+        if (op === 'update') await ignoreFailure(() => scratch.update(SCRATCH_STORE, memory.id, { content: 'b' }));
+        if (op === 'delete') await ignoreFailure(() => scratch.delete(SCRATCH_STORE, memory.id));
+      }
+    }
+    this.#queuedAfter.clear();
+  }
+
+  private async requestOnScratch(op: StoreOp): Promise<void> {
+    const fake = this.fake;
+    switch (op) {
+      case 'list':
+        for await (const _ of fake.list(SCRATCH_STORE)) void _;
+        return;
+      case 'get':
+        await fake.get(SCRATCH_STORE, 'mem_none');
+        return;
+      case 'create':
+        await fake.create(SCRATCH_STORE, { path: this.scratchPath(), content: 'x' });
+        return;
+      case 'update':
+        await fake.update(SCRATCH_STORE, 'mem_none', { content: 'x' });
+        return;
+      case 'delete':
+        await fake.delete(SCRATCH_STORE, 'mem_none');
+        return;
+    }
+  }
+
+  private scratchPath(): string {
+    return `/drain-${this.#scratchCounter++}.md`;
+  }
+}
+
+function bump<K>(map: Map<K, number>, key: K, by: number): void {
+  map.set(key, Math.max(0, (map.get(key) ?? 0) + by));
+}
+
+async function ignoreFailure(call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch {
+    // The point of the call was the fault it consumed.
+  }
+}

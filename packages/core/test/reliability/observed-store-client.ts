@@ -1,0 +1,96 @@
+import type { StoreClient, StoreMemory } from '@memory-mounter/core';
+import type { InMemoryStoreClient, StoreOp } from '@memory-mounter/testing';
+
+/**
+ * The StoreClient the engine is given in the reliability tests: the in-memory fake, with every
+ * request shown to an observer first. The observer checks the request against the invariants
+ * while the store is still as it was (so a delete can be judged against the file it replaces),
+ * and may let the agent act while the request is "in flight".
+ */
+
+/** One request as the engine sent it, resolved against the store before it is applied. */
+export interface OutgoingRequest {
+  op: StoreOp;
+  storeId: string;
+  memoryId?: string;
+  /** The memory's path: given for a create, looked up for get/update/delete. */
+  path?: string;
+  /** Content sent by a create or update. */
+  content?: string;
+  /** The precondition sent with an update or a delete. */
+  expectedSha?: string;
+  /** What the memory held before the request (get/update/delete of an existing memory). */
+  previousContent?: string;
+}
+
+export interface RequestObserver {
+  /** Called before the fake sees the request; the request waits for it. */
+  beforeRequest(request: OutgoingRequest): Promise<void> | void;
+  /** Called when the fake failed the request. */
+  afterFailure(request: OutgoingRequest, error: unknown): void;
+}
+
+export class ObservedStoreClient implements StoreClient {
+  constructor(
+    private readonly fake: InMemoryStoreClient,
+    private readonly observer: RequestObserver,
+  ) {}
+
+  async *list(
+    storeId: string,
+    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
+  ): AsyncIterable<StoreMemory> {
+    const request: OutgoingRequest = { op: 'list', storeId };
+    await this.observer.beforeRequest(request);
+    try {
+      for await (const memory of this.fake.list(storeId, opts)) yield memory;
+    } catch (err) {
+      this.observer.afterFailure(request, err);
+      throw err;
+    }
+  }
+
+  get(storeId: string, memoryId: string, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
+    return this.send(this.resolve({ op: 'get', storeId, memoryId }), () => this.fake.get(storeId, memoryId, opts));
+  }
+
+  create(storeId: string, input: { path: string; content: string }, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
+    const request: OutgoingRequest = { op: 'create', storeId, path: input.path, content: input.content };
+    return this.send(request, () => this.fake.create(storeId, input, opts));
+  }
+
+  update(
+    storeId: string,
+    memoryId: string,
+    input: { content?: string; path?: string; expected_content_sha256?: string },
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<StoreMemory> {
+    const request = this.resolve({ op: 'update', storeId, memoryId, content: input.content, expectedSha: input.expected_content_sha256 });
+    return this.send(request, () => this.fake.update(storeId, memoryId, input, opts));
+  }
+
+  delete(storeId: string, memoryId: string, opts: { expected_content_sha256?: string; signal?: AbortSignal } = {}): Promise<void> {
+    const request = this.resolve({ op: 'delete', storeId, memoryId, expectedSha: opts.expected_content_sha256 });
+    return this.send(request, () => this.fake.delete(storeId, memoryId, opts));
+  }
+
+  /** Fills in the path and current content of the memory a request names. */
+  private resolve(request: OutgoingRequest): OutgoingRequest {
+    const memory = this.fake.memories(request.storeId).find((m) => m.id === request.memoryId);
+    if (memory) {
+      request.path = memory.path;
+      request.previousContent = memory.content ?? undefined;
+    }
+    return request;
+  }
+
+  private async send<T>(request: OutgoingRequest, call: () => Promise<T>): Promise<T> {
+    await this.observer.beforeRequest(request);
+    try {
+      return await call();
+    } catch (err) {
+      this.observer.afterFailure(request, err);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import * as nodeFs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { DirEntry, FileSystem, StoreClient } from '@memory-mounter/core';
+import { AgentEdit, AgentLinkOutside, Reconcile } from './commands.js';
+import { runCase } from './run-case.js';
+import { sha256 } from './tree.js';
+import { Case, CANARY_TEXT, type Scenario } from './world.js';
+
+/**
+ * The oracle has teeth: each test plants one defect between the engine and the world, or hands
+ * the oracle one bad request, and expects the invariant that covers it to fire. A checker that
+ * never fails proves nothing.
+ */
+const scenario: Scenario = {
+  disk: 'node',
+  deletionMode: 'enabled',
+  graceSeconds: 0,
+  syncIntervalSeconds: 15,
+  finalSyncTimeoutSeconds: 30,
+  seedRw: ['/a.md', '/b.md'],
+  seedRo: ['/a.md'],
+  bulk: false,
+};
+
+describe('the oracle catches a planted defect', () => {
+  it('I2: a store client that acknowledges updates without applying them loses the write', async () => {
+    const swallowUpdates = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      delete: (...args) => client.delete(...args),
+      update: async (_storeId, memoryId, input) => ({ id: memoryId, path: '?', content_sha256: sha256(input.content ?? '') }),
+    });
+    await expect(runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true)], { client: swallowUpdates })).rejects.toThrow(
+      /I2: the agent's write to \/a\.md in memstore_rw is lost/,
+    );
+  });
+
+  it('I3: a filesystem that follows a symlink uploads the host secret', async () => {
+    const followLinks = (fs: FileSystem): FileSystem => ({
+      ...bound(fs),
+      readdir: async (path) => (await fs.readdir(path)).map((e): DirEntry => (e.type === 'symlink' ? { ...e, type: 'file' } : e)),
+      readFile: async (path) => new Uint8Array(nodeFs.readFileSync(path)),
+    });
+    await expect(
+      runCase(scenario, [new AgentLinkOutside('rw', '/a2.md', 'file'), new Reconcile(true)], { fileSystem: followLinks }),
+    ).rejects.toThrow(/I3: create of \/a2\.md carries the canary text/);
+  });
+
+  it('I1: a delete sent while the file is still on disk and never went missing', async () => {
+    const c = await Case.open(scenario);
+    try {
+      const memory = c.fake.memories('memstore_rw').find((m) => m.path === '/a.md')!;
+      c.oracle.checkRequest({
+        op: 'delete',
+        storeId: 'memstore_rw',
+        memoryId: memory.id,
+        path: '/a.md',
+        expectedSha: memory.content_sha256,
+        previousContent: memory.content!,
+      });
+      const found = c.oracle.violations.join('\n');
+      expect(found).toMatch(/I1: delete of \/a\.md in memstore_rw while a file is at/);
+      expect(found).toMatch(/never went missing/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('I5: a write sent to a read-only store', async () => {
+    const c = await Case.open(scenario);
+    try {
+      c.oracle.checkRequest({ op: 'create', storeId: 'memstore_ro', path: '/new.md', content: 'x' });
+      expect(c.oracle.violations.join('\n')).toMatch(/I5: create of \/new\.md sent to the read-only store memstore_ro/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('I3: any change to the canary folder fails the next step', async () => {
+    const c = await Case.open(scenario);
+    try {
+      c.disk.writeFile(`${c.disk.base}/outside/canary.txt`, `${CANARY_TEXT} overwritten`);
+      await expect(c.step('noop', () => {})).rejects.toThrow(/I3: the canary folder changed: ~\/canary\.txt/);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+/** Every method of `fs`, bound, to spread into a sabotaged copy. */
+function bound(fs: FileSystem): FileSystem {
+  return {
+    lstat: (p) => fs.lstat(p),
+    readdir: (p) => fs.readdir(p),
+    readFile: (p) => fs.readFile(p),
+    writeFile: (p, d, o) => fs.writeFile(p, d, o),
+    mkdir: (p, o) => fs.mkdir(p, o),
+    rm: (p, o) => fs.rm(p, o),
+    rename: (a, b) => fs.rename(a, b),
+  };
+}

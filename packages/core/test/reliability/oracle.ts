@@ -1,0 +1,443 @@
+import { posix } from 'node:path';
+import { MARKER_FILE } from '@memory-mounter/core';
+import type { Access, DeletionMode, FinalizeReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import type { EntryKind, Tree } from './host-disk.js';
+import { knownBugHits, type KnownBug } from './known-bugs.js';
+import type { OutgoingRequest } from './observed-store-client.js';
+import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles, sameTree, sha256 } from './tree.js';
+
+/**
+ * The reference model of the reliability tests, and the invariants it checks.
+ *
+ * The model does not re-implement the planner. It records what the *agent* did (from tree
+ * diffs around each agent action) and what the engine *sent* (every request, before the store
+ * applies it), and holds the engine to these promises:
+ *
+ *  I1 no remote delete unless SPEC 4.3 held when it was sent: mode `enabled`, read_write store,
+ *     not a push-only flush, the file missing at send time for at least the grace period (waived
+ *     by finalize('completed')), the marker intact, a precondition sent, no more deletes in the
+ *     pass than the cap allows, and the content deleted is one the folder held at that path;
+ *     a pass that finds every memory file gone while two or more were in sync sends none (4.4);
+ *  I2 no local write lost: every content the agent wrote, and did not itself overwrite or
+ *     remove, is on disk or in the store after every step, unless a later pass reported the
+ *     path in `conflicts` (store wins) — or finalize named it (errors, cut off, refused) before
+ *     removing the folder;
+ *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
+ *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
+ *  I5 read-only stores never receive create, update or delete;
+ *  I6 a folder is distrusted only after its marker was damaged, and a distrusted folder is left
+ *     exactly as found; a re-download happens only when the folder is gone, emptied, or wiped
+ *     (no file the baseline knows is left);
+ *  I7 after quiescence a read_write store and its folder hold the same files, every difference
+ *     being reported (refused, skipped, pending deletion); a read-only folder differs only by
+ *     the agent's own edits (reported refused) and deletions;
+ *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed.
+ */
+export type StoreKey = 'rw' | 'ro';
+
+export interface StoreSpec {
+  key: StoreKey;
+  id: string;
+  access: Access;
+  mountPath: string;
+  /** Host path of the store folder. */
+  root: string;
+}
+
+export interface OracleSettings {
+  deletionMode: DeletionMode;
+  graceMs: number;
+  syncIntervalMs: number;
+  /** Text only the canary files outside the mounts hold. */
+  canaryText: string;
+  /** Known engine bugs to count instead of reporting (random runs only; see known-bugs.ts). */
+  tolerate: ReadonlySet<KnownBug>;
+}
+
+/** What the oracle may look at in the world. */
+export interface OracleView {
+  now(): number;
+  kindOf(path: string): EntryKind | null;
+  readFile(path: string): Uint8Array | null;
+  storeShas(storeId: string): Map<string, string>;
+}
+
+/**
+ * Deletes one pass may send (SPEC 4.3): clamp(floor(baseline size / 4), 8, 50). The model does
+ * not know the baseline, but the baseline only holds paths the folder has held, so the number of
+ * such paths bounds it from above (and so the cap).
+ */
+export function deleteCapAtMost(pathsEverHeld: number): number {
+  return Math.min(50, Math.max(8, Math.floor(pathsEverHeld / 4)));
+}
+
+export interface PendingWrite {
+  sha: string;
+  /** Agent action number: a conflict settles the write only if the pass began after it. */
+  seq: number;
+}
+
+/** The model of one store and its folder. */
+export class StoreModel {
+  /** Agent writes not yet seen in the store nor reported lost to a conflict (read_write only). */
+  readonly pending = new Map<string, PendingWrite>();
+  /** path -> clock (ms) when the file went missing; forgotten once a scan sees it again. */
+  readonly missingSince = new Map<string, number>();
+  /** path -> every sha the folder has held at that path. */
+  readonly seen = new Map<string, Set<string>>();
+  /** Paths the agent deleted in a read-only folder (the engine leaves them gone). */
+  readonly agentDeleted = new Set<string>();
+  /** Paths whose file matched the store right after the last pass that ran the table. */
+  syncedAtLastPass = new Set<string>();
+  markerTouched = false;
+  distrusted = false;
+
+  constructor(readonly spec: StoreSpec) {}
+
+  see(path: string, sha: string): void {
+    let shas = this.seen.get(path);
+    if (!shas) this.seen.set(path, (shas = new Set()));
+    shas.add(sha);
+  }
+}
+
+type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted';
+
+interface ScanTime {
+  tree: Tree;
+  rootKind: EntryKind | null;
+  markerOk: boolean;
+  /** missingSince entries taken out because the scan is about to see the file. */
+  cleared: Map<string, number>;
+}
+
+export class Oracle {
+  readonly violations: string[] = [];
+  readonly stores: StoreModel[];
+  finalized = false;
+  #seq = 0;
+  #phase: Phase = 'idle';
+  #passStartSeq = 0;
+  #deletesThisPass = new Map<string, number>();
+  #atScan = new Map<StoreKey, ScanTime>();
+  #lastSyncAt: number;
+
+  constructor(
+    private readonly view: OracleView,
+    specs: StoreSpec[],
+    private readonly settings: OracleSettings,
+  ) {
+    this.stores = specs.map((spec) => new StoreModel(spec));
+    this.#lastSyncAt = view.now();
+  }
+
+  store(key: StoreKey): StoreModel {
+    return this.stores.find((s) => s.spec.key === key)!;
+  }
+
+  violate(message: string): void {
+    this.violations.push(message);
+  }
+
+  private tolerated(bug: KnownBug): boolean {
+    if (!this.settings.tolerate.has(bug)) return false;
+    knownBugHits[bug] = (knownBugHits[bug] ?? 0) + 1;
+    return true;
+  }
+
+  // --- Materialize -----------------------------------------------------------------------------
+
+  afterMaterialize(trees: Map<StoreKey, Tree>): void {
+    this.#lastSyncAt = this.view.now();
+    for (const store of this.stores) {
+      const files = memoryFiles(trees.get(store.spec.key)!);
+      const remote = this.view.storeShas(store.spec.id);
+      for (const [path, sha] of files) store.see(path, sha);
+      store.syncedAtLastPass = new Set([...files].filter(([path, sha]) => remote.get(path) === sha).map(([path]) => path));
+    }
+  }
+
+  // --- The agent -------------------------------------------------------------------------------
+
+  /**
+   * Records what an agent action changed. `only` limits the diff to one path: an action taken
+   * while a pass is running looks at its own path only, since the engine may be writing others.
+   */
+  noteAgentChange(key: StoreKey, before: Tree, after: Tree, only?: string): void {
+    const store = this.store(key);
+    const was = memoryFiles(before);
+    const now = memoryFiles(after);
+    const paths = only ? [only] : [...new Set([...was.keys(), ...now.keys()])];
+    const seq = ++this.#seq;
+    for (const path of paths) {
+      const b = was.get(path);
+      const a = now.get(path);
+      if (a !== undefined && a !== b) {
+        store.see(path, a);
+        store.agentDeleted.delete(path);
+        if (store.spec.access === 'read_write') store.pending.set(path, { sha: a, seq });
+      }
+      if (b !== undefined && a === undefined) {
+        store.pending.delete(path);
+        store.agentDeleted.add(path);
+        if (!store.missingSince.has(path)) store.missingSince.set(path, this.view.now());
+      }
+    }
+    const marker = `/${MARKER_FILE}`;
+    const markerBefore = before.get(marker);
+    const markerAfter = after.get(marker);
+    if (markerBefore?.sha !== markerAfter?.sha || markerBefore?.kind !== markerAfter?.kind) store.markerTouched = true;
+  }
+
+  // --- Requests, judged as they are sent ------------------------------------------------------
+
+  checkRequest(request: OutgoingRequest): void {
+    const store = this.stores.find((s) => s.spec.id === request.storeId);
+    if (!store || request.op === 'list' || request.op === 'get') return;
+    if (store.spec.access === 'read_only') {
+      this.violate(`I5: ${request.op} of ${request.path ?? request.memoryId} sent to the read-only store ${store.spec.id}`);
+    }
+    if (request.op === 'delete') this.checkDelete(store, request);
+    else this.checkUpload(store, request);
+  }
+
+  private checkUpload(store: StoreModel, request: OutgoingRequest): void {
+    const path = request.path ?? '(unknown memory)';
+    const segments = path.split('/');
+    if (path === `/${MARKER_FILE}` || segments.some((s) => s.includes('.mm-tmp-'))) {
+      this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
+    }
+    if (request.content === undefined) return;
+    if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
+    if (!store.seen.get(path)?.has(sha256(request.content))) {
+      this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
+    }
+  }
+
+  private checkDelete(store: StoreModel, request: OutgoingRequest): void {
+    const { spec } = store;
+    const path = request.path;
+    if (path === undefined) return; // an id the store no longer has: nothing can be deleted
+    const where = `I1: delete of ${path} in ${spec.id}`;
+    if (this.settings.deletionMode !== 'enabled') this.violate(`${where} with memory_sync_deletions=${this.settings.deletionMode}`);
+    if (this.#phase === 'finalize_aborted') this.violate(`${where} during finalize('aborted') (push-only)`);
+    if (request.expectedSha === undefined) this.violate(`${where} without expected_content_sha256`);
+    const host = posix.join(spec.root, path);
+    const there = this.view.kindOf(host);
+    if (there !== null) this.violate(`${where} while a ${there} is at ${host}`);
+    if (!markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id)) this.violate(`${where} with the marker not intact`);
+    const since = store.missingSince.get(path);
+    const graceMs = this.#phase === 'finalize_completed' ? 0 : this.settings.graceMs;
+    if (since === undefined) this.violate(`${where}: the file never went missing since the last scan that saw it`);
+    else if (this.view.now() - since < graceMs) {
+      this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
+    }
+    const count = (this.#deletesThisPass.get(spec.id) ?? 0) + 1;
+    this.#deletesThisPass.set(spec.id, count);
+    const cap = deleteCapAtMost(store.seen.size);
+    if (count > cap) this.violate(`${where}: delete number ${count} in one pass; the cap is at most ${cap}`);
+    const applies = request.previousContent !== undefined && request.expectedSha === sha256(request.previousContent);
+    if (applies && !store.seen.get(path)?.has(request.expectedSha!)) {
+      this.violate(`${where} removes content the folder never held at that path`);
+    }
+  }
+
+  // --- Passes ----------------------------------------------------------------------------------
+
+  /** Before reconcile or finalize: what the scan is about to see. */
+  beginPass(kind: Exclude<Phase, 'idle'>, trees: Map<StoreKey, Tree>): void {
+    this.#phase = kind;
+    this.#passStartSeq = this.#seq;
+    this.#deletesThisPass.clear();
+    this.#atScan.clear();
+    for (const store of this.stores) {
+      const tree = trees.get(store.spec.key)!;
+      const cleared = new Map<string, number>();
+      // A file the scan sees leaves the candidate list (SPEC 4.3): its absence restarts later.
+      for (const path of memoryFiles(tree).keys()) {
+        const since = store.missingSince.get(path);
+        if (since === undefined) continue;
+        cleared.set(path, since);
+        store.missingSince.delete(path);
+      }
+      this.#atScan.set(store.spec.key, {
+        tree,
+        rootKind: this.view.kindOf(store.spec.root),
+        markerOk: markerIntact(this.view.readFile(posix.join(store.spec.root, MARKER_FILE)), store.spec.id),
+        cleared,
+      });
+    }
+  }
+
+  endReconcile(report: SyncReport | null, forced: boolean, trees: Map<StoreKey, Tree>): void {
+    const now = this.view.now();
+    if (!forced) {
+      const due = now - this.#lastSyncAt >= this.settings.syncIntervalMs;
+      if (due !== (report !== null)) {
+        this.violate(`I8: unforced reconcile ${report ? 'ran' : 'was skipped'} ${now - this.#lastSyncAt} ms after the last sync`);
+      }
+    }
+    if (report) this.#lastSyncAt = report.startedAt;
+    for (const store of this.stores) {
+      const r = report?.stores.find((s) => s.memoryStoreId === store.spec.id);
+      this.settlePass(store, r, trees.get(store.spec.key)!);
+    }
+    this.#phase = 'idle';
+  }
+
+  endFinalize(report: FinalizeReport, trees: Map<StoreKey, Tree>): void {
+    for (const store of this.stores) {
+      const { spec } = store;
+      const sync = report.sync?.stores.find((s) => s.memoryStoreId === spec.id);
+      const flush = report.flush.stores.find((s) => s.memoryStoreId === spec.id);
+      const atScan = this.#atScan.get(spec.key)!;
+      this.settlePass(store, sync ?? flush, trees.get(spec.key)!, { finalize: true });
+      const left = report.leftInPlace.find((l) => l.path === spec.root);
+      if (this.view.kindOf(spec.root) !== null) {
+        if (!left) this.violate(`finalize: ${spec.root} neither removed nor reported left in place`);
+        else if (!store.distrusted && !store.markerTouched) this.violate(`finalize: ${spec.root} left in place (${left.reason}) though trusted`);
+        continue;
+      }
+      if (store.distrusted && atScan.rootKind !== null) this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust`);
+      // The folder is gone: every agent write must be in the store or named by the report.
+      this.settleSaved(store);
+      for (const [path] of store.pending) {
+        const named = [sync, flush].some((r) => r !== undefined && namesPath(r, path));
+        if (!named) this.violate(`I2: finalize removed ${spec.root} with the agent's write to ${path} neither pushed nor reported`);
+      }
+      store.pending.clear();
+    }
+    this.finalized = true;
+    this.#phase = 'idle';
+  }
+
+  /** What one pass over one store tells the model; `r` is undefined when the pass was skipped. */
+  private settlePass(store: StoreModel, r: StoreSyncReport | undefined, after: Tree, opts: { finalize?: boolean } = {}): void {
+    const { spec } = store;
+    const atScan = this.#atScan.get(spec.key)!;
+    const scanRan = r !== undefined && (r.status === 'synced' || r.status === 'redownloaded' || r.status === 'failed');
+    if (!scanRan) {
+      for (const [path, since] of atScan.cleared) if (!store.missingSince.has(path)) store.missingSince.set(path, since);
+    }
+    if (!r) return;
+
+    const notTrusted = r.status === 'skipped' && (r.reason ?? '').startsWith('folder not trusted');
+    if (notTrusted && !store.distrusted) {
+      if (!store.markerTouched && atScan.rootKind === 'directory') this.violate(`I6: ${spec.id} distrusted though its marker was never touched (${r.reason})`);
+      store.distrusted = true;
+    }
+    if (store.distrusted && !opts.finalize && !sameTree(atScan.tree, after)) {
+      this.violate(`I6: the distrusted folder ${spec.root} was changed: ${describeTreeDiff(atScan.tree, after)}`);
+    }
+    if (store.distrusted && opts.finalize && this.view.kindOf(spec.root) !== null && !sameTree(atScan.tree, after)) {
+      this.violate(`I6: finalize changed the distrusted folder ${spec.root}: ${describeTreeDiff(atScan.tree, after)}`);
+    }
+
+    if (r.status === 'redownloaded') {
+      // Gone, emptied (no marker, no entries), or wiped: no file the baseline knows is left.
+      // Files in sync after the last pass are in the baseline, so none of them may be present.
+      const present = memoryFiles(atScan.tree);
+      const legit =
+        atScan.rootKind === null ||
+        (!atScan.markerOk && !hasEntries(atScan.tree)) ||
+        (atScan.markerOk && ![...store.syncedAtLastPass].some((path) => present.has(path)));
+      if (!legit) this.violate(`I6: ${spec.id} re-downloaded though its folder held files (${r.reason})`);
+      store.markerTouched = false;
+    }
+    const deletes = this.#deletesThisPass.get(spec.id) ?? 0;
+    if (memoryFiles(atScan.tree).size === 0 && store.syncedAtLastPass.size >= 2 && deletes > 0) {
+      this.violate(`I1: ${deletes} remote deletes from a pass that found every memory file of ${spec.id} gone (a wipe, SPEC 4.4)`);
+    }
+    // Store wins: a conflict reported by a pass that began after the write accounts for it.
+    for (const path of r.conflicts) {
+      const write = store.pending.get(path);
+      if (write && write.seq <= this.#passStartSeq) store.pending.delete(path);
+    }
+    if (r.status === 'synced' || r.status === 'redownloaded') {
+      // In sync and so in the baseline, except a write whose outcome the engine does not know
+      // yet (an error was reported for it): that one settles at the next listing.
+      const remote = this.view.storeShas(spec.id);
+      const unsure = new Set(r.errors.map((e) => e.path));
+      store.syncedAtLastPass = new Set(
+        [...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)).map(([path]) => path),
+      );
+    }
+  }
+
+  // --- After every step ------------------------------------------------------------------------
+
+  /** I2 after any step: each pending write is in the store (then settled) or still on disk. */
+  afterStep(trees: Map<StoreKey, Tree>): void {
+    for (const store of this.stores) {
+      const tree = trees.get(store.spec.key)!;
+      const files = memoryFiles(tree);
+      for (const [path, sha] of files) store.see(path, sha);
+      for (const path of files.keys()) store.agentDeleted.delete(path);
+      this.settleSaved(store);
+      for (const [path, write] of store.pending) {
+        if (files.get(path) !== write.sha) {
+          const now = files.has(path) ? 'other content' : tree.has(path) ? `a ${tree.get(path)!.kind}` : 'nothing';
+          this.violate(`I2: the agent's write to ${path} in ${store.spec.id} is lost: not in the store, and the file holds ${now}`);
+          store.pending.delete(path);
+        }
+      }
+    }
+  }
+
+  /** A write the store now holds is safe: it leaves the pending list. */
+  private settleSaved(store: StoreModel): void {
+    const remote = this.view.storeShas(store.spec.id);
+    for (const [path, write] of store.pending) if (remote.get(path) === write.sha) store.pending.delete(path);
+  }
+
+  // --- Quiescence ------------------------------------------------------------------------------
+
+  /** I7, after faults are off and two forced passes ran; `last` is the second pass. */
+  checkConverged(last: SyncReport, trees: Map<StoreKey, Tree>): void {
+    for (const store of this.stores) {
+      if (store.distrusted) continue;
+      const { spec } = store;
+      const r = last.stores.find((s) => s.memoryStoreId === spec.id);
+      if (!r || r.status !== 'synced') {
+        this.violate(`I7: quiescent pass over ${spec.id} ended ${r?.status ?? 'unreported'} (${r?.reason ?? ''})`);
+        continue;
+      }
+      const tree = trees.get(spec.key)!;
+      const local = memoryFiles(tree);
+      const remote = this.view.storeShas(spec.id);
+      const blocked = blockedEntries(tree);
+      const refused = new Set(r.refused.map((x) => x.path));
+      const skipped = new Set(r.skippedPaths.map((x) => x.path));
+      const pendingDeletion = new Set(r.pendingDeletions);
+      for (const path of new Set([...local.keys(), ...remote.keys()])) {
+        if (local.get(path) === remote.get(path)) continue;
+        const block = blocked.find((b) => path === b || path.startsWith(`${b}/`));
+        if (block) {
+          if (!skipped.has(block)) this.violate(`I7: ${path} in ${spec.id} differs behind ${block}, which the report does not name as skipped`);
+          continue;
+        }
+        if (local.has(path) && refused.has(path)) continue;
+        if (spec.access === 'read_write' && !local.has(path) && pendingDeletion.has(path)) continue;
+        if (!local.has(path) && skipped.has(path)) continue; // a remote path no mount may hold
+        if (spec.access === 'read_only' && !local.has(path) && store.agentDeleted.has(path)) continue;
+        const l = local.has(path) ? 'a file' : 'no file';
+        const s = remote.has(path) ? 'a memory' : 'no memory';
+        this.violate(`I7: not converged in ${spec.id}: ${path} has ${l} and ${s}${local.has(path) && remote.has(path) ? ' with other content' : ''}, unreported`);
+      }
+      for (const path of blocked) {
+        if (!skipped.has(path)) this.violate(`I7: the ${tree.get(path)!.kind} at ${path} in ${spec.id} is not reported as skipped`);
+      }
+    }
+  }
+}
+
+/** The report names `path`, or says why the whole store was not synced. */
+function namesPath(r: StoreSyncReport, path: string): boolean {
+  if (r.status === 'skipped' || r.status === 'failed') return true;
+  return (
+    r.conflicts.includes(path) ||
+    r.cutOff.includes(path) ||
+    r.refused.some((x) => x.path === path) ||
+    r.errors.some((x) => x.path === path)
+  );
+}

@@ -15,6 +15,7 @@ export class MemoryConfigError extends Error {
   }
 }
 
+/** Why `materialize` (or `mountSessionMemory`) refused; docs/troubleshooting.md has each cause and fix. */
 export type MountErrorCode =
   | 'too_many_stores'
   | 'invalid_resource'
@@ -25,10 +26,13 @@ export type MountErrorCode =
   | 'download_failed'
   | 'missing_secret';
 
+/** A session's stores could not be mounted. Nothing this call created is left on disk. */
 export class MemoryMountError extends Error {
   override name = 'MemoryMountError';
   readonly code: MountErrorCode;
+  /** The store at fault, when one is. */
   readonly memoryStoreId?: string;
+  /** The path at fault: a host path, or the mount path when no host path exists yet. */
   readonly path?: string;
   constructor(
     code: MountErrorCode,
@@ -65,6 +69,7 @@ export class MemoryLifecycleError extends Error {
   }
 }
 
+/** What a StoreClient failure means to the engine; it decides on the kind alone. */
 export type StoreErrorKind =
   /** 404 */
   | 'not_found'
@@ -109,9 +114,11 @@ export async function listAll<T>(listing: () => AsyncIterable<T>): Promise<T[]> 
   return out;
 }
 
+/** The one error a StoreClient reports. */
 export class StoreError extends Error {
   override name = 'StoreError';
   readonly kind: StoreErrorKind;
+  /** The HTTP status, when the failure was an HTTP answer. */
   readonly status?: number;
   constructor(kind: StoreErrorKind, message: string, details: { status?: number; cause?: unknown } = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });

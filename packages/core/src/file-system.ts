@@ -10,8 +10,10 @@
  *   rather than writing through it, `rm` removes the link, not what it points at.
  * - Errors carry Node's `code` strings (`ENOENT`, `EEXIST`, `ELOOP`, `EACCES`, `ENOTDIR`, ...).
  */
+/** What an entry is, seen without following links. */
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
 
+/** `lstat`'s answer: the entry itself, never what a link points at. */
 export interface FileStat {
   type: EntryType;
   size: number;
@@ -24,6 +26,7 @@ export interface DirEntry {
   type: EntryType;
 }
 
+/** Where mounts live: the real disk, memfs, or a host's own. See the contract at the top of this file. */
 export interface FileSystem {
   /** Describes the entry itself (a link is `symlink`); `null` when nothing is there. */
   lstat(path: string): Promise<FileStat | null>;

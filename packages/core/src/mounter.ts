@@ -42,14 +42,17 @@ export class MemoryMounter {
     this.#fs = this.#options.fileSystem ?? new NodeFileSystem();
   }
 
+  /** The stores mounted by `materialize`, in resource order; empty before it and after `finalize`. */
   get mounts(): readonly MountedStore[] {
     return this.#stores.map((s) => s.mount);
   }
 
+  /** Host paths of every mount: what a file tool may reach (the agent toolset's `allowedRoots`). */
   get roots(): readonly string[] {
     return this.mounts.map((m) => m.path);
   }
 
+  /** Host paths of the read-only mounts: what write tools must refuse (`readOnlyRoots`). */
   get readOnlyRoots(): readonly string[] {
     return this.mounts.filter((m) => m.access === 'read_only').map((m) => m.path);
   }

@@ -42,6 +42,7 @@ export interface StoreSyncReport {
   cutOff: string[];
 }
 
+/** What `reconcile()` (or one of finalize's passes) did, store by store. */
 export interface SyncReport {
   /** Clock time (ms, from the `now` option) when the pass began and ended. */
   startedAt: number;
@@ -51,6 +52,7 @@ export interface SyncReport {
   stores: StoreSyncReport[];
 }
 
+/** What `finalize()` did: its passes, what a time bound cut off, and the folders it removed or left. */
 export interface FinalizeReport {
   outcome: 'completed' | 'aborted';
   /** The final full sync (grace period waived); `null` for `aborted`. */

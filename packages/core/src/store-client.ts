@@ -5,6 +5,7 @@
  * Every failure an implementation reports is a `StoreError` (see errors.ts); the engine decides
  * what to do by its `kind` alone.
  */
+/** One memory as the API describes it. */
 export interface StoreMemory {
   /** `mem_...`, stable across renames. */
   id: string;
@@ -16,6 +17,7 @@ export interface StoreMemory {
   content?: string | null;
 }
 
+/** The memory-store API as the engine uses it. Every failure is a StoreError. */
 export interface StoreClient {
   /** Memories only (no prefix roll-ups), every page followed. */
   list(

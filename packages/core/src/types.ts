@@ -1,7 +1,13 @@
 import type { FileSystem } from './file-system.js';
 import type { StoreClient } from './store-client.js';
 
+/**
+ * What a local deletion may do to the store (SPEC 4.3): `enabled` sends the delete once its
+ * checks pass, `log_only` runs the checks and logs the delete it would send, `disabled` never
+ * deletes remotely. Uploads and pulls are the same in every mode.
+ */
 export type DeletionMode = 'enabled' | 'log_only' | 'disabled';
+/** A store attached `read_only` is pulled but never pushed to nor deleted from (SPEC 4.6). */
 export type Access = 'read_write' | 'read_only';
 
 /** A session resource, as the API returns it. */
@@ -27,7 +33,9 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
+/** Options of `new MemoryMounter(...)`; every invalid value is a MemoryConfigError naming it. */
 export interface MemoryMounterOptions {
+  /** The memory-store API: `AnthropicStoreClient`, `InMemoryStoreClient`, or a host's own. */
   storeClient: StoreClient;
   /** Default: `new NodeFileSystem()`. */
   fileSystem?: FileSystem;
@@ -47,8 +55,10 @@ export interface MemoryMounterOptions {
   logger?: Logger;
 }
 
+/** One store as mounted: where it is on the host and as the agent sees it. */
 export interface MountedStore {
   memoryStoreId: string;
+  /** The resource's display name (its id when it has none). */
   name: string;
   /** Host path of the store directory. */
   path: string;

@@ -202,18 +202,19 @@ export class MemoryMounter {
   }
 
   private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport): Promise<void> {
-    {
-      if (outcome === 'completed') {
-        const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: false, signal }, true));
-        report.sync = result;
-        report.timedOut.sync = timedOut;
-      }
-      const { result, timedOut } = await this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly: true, signal }, true));
-      report.flush = result;
-      report.timedOut.flush = timedOut;
-      warnUnpushed(this.#options.logger, report.flush);
-      await this.removeFolders(this.#created, report, true);
+    // Both final passes waive the grace period, each under its own time bound.
+    const finalPass = (pushOnly: boolean) =>
+      this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly, signal }, true));
+    if (outcome === 'completed') {
+      const { result, timedOut } = await finalPass(false);
+      report.sync = result;
+      report.timedOut.sync = timedOut;
     }
+    const { result, timedOut } = await finalPass(true);
+    report.flush = result;
+    report.timedOut.flush = timedOut;
+    warnUnpushed(this.#options.logger, report.flush);
+    await this.removeFolders(this.#created, report, true);
   }
 
   /** Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7). */
@@ -241,16 +242,12 @@ export class MemoryMounter {
   private async syncAll(pass: PassOptions, forced: boolean): Promise<SyncReport> {
     const startedAt = this.#options.now();
     const pending = this.#stores.map((store) => store.pass(pass));
-    let stores: StoreSyncReport[];
-    if (pass.signal.aborted) {
-      stores = await settleWithin(pending, this.#stores, ABORT_SETTLE_MS);
-    } else {
-      // If a time bound fires mid-pass, give the passes a moment to wind down, then leave them.
-      const aborted = new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
-      const all = Promise.all(pending);
-      const first = await Promise.race([all, aborted.then(() => null)]);
-      stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
-    }
+    // If a time bound fires (or already has), give the passes a moment to wind down, then leave them.
+    const aborted = pass.signal.aborted
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
+    const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
     const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
     logSummary(this.#options.logger, report);
     return report;

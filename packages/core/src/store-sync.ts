@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
 import { applyPlan } from './apply.js';
-import { asStoreError, listAll, storeCall, StoreError } from './errors.js';
+import { listAll, storeCall, StoreError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { MARKER_FILE } from './limits.js';
 import { assessFolder } from './folder-trust.js';
@@ -253,10 +253,8 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof StoreError || (err as { kind?: unknown } | null)?.kind !== undefined) {
-    const e = asStoreError(err);
-    return `store ${e.kind}: ${e.message}`;
-  }
+  // Every store call reaches here as a StoreError (storeCall, listAll); anything else is the disk's.
+  if (err instanceof StoreError) return `store ${err.kind}: ${err.message}`;
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : String(err);
   return code ? `filesystem ${code}: ${message}` : message;

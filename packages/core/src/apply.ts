@@ -1,12 +1,12 @@
 import { Semaphore } from 'async-mutex';
 import { asStoreError, storeCall, StoreError } from './errors.js';
-import type { FileSystem } from './file-system.js';
-import { ensureFolders, hostPathOf, localNow, stillAsPlanned } from './local-io.js';
+import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Action } from './plan.js';
 import type { StoreSyncReport } from './reports.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
+import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
 import type { SyncState } from './sync-state.js';
 import type { Logger } from './types.js';
 import { decodeUtf8, encodeUtf8 } from './utf8.js';
@@ -18,10 +18,10 @@ import { decodeUtf8, encodeUtf8 } from './utf8.js';
  * each is logged with the path and written to the report.
  */
 export interface ApplyContext {
-  fs: FileSystem;
+  /** The store folder: every disk access of this module goes through it. */
+  folder: StoreFolder;
   client: StoreClient;
   memoryStoreId: string;
-  storeRoot: string;
   /** Bound to the store: every line carries memory_store_id. */
   logger: Logger;
   state: SyncState;
@@ -96,19 +96,24 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   const content = memory.content;
   if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
   const bytes = encodeUtf8(content);
+  if (bytes.byteLength > MAX_MEMORY_BYTES) return refuseOversizePull(ctx, path, bytes.byteLength);
   const sha = sha256Hex(bytes);
   if (sha !== memory.content_sha256) throw new StoreError('rejected', 'the store returned content that does not match its sha256');
 
-  const folderProblem = await ensureFolders(ctx.fs, ctx.storeRoot, path);
-  if (folderProblem) return skip(ctx, path, `not written: ${folderProblem}`);
-  const hostPath = hostPathOf(ctx.storeRoot, path);
-  const now = await localNow(ctx.fs, hostPath);
-  if (now.kind === 'other') return skip(ctx, path, `not written: ${hostPath} ${now.reason}`);
+  const now = await ctx.folder.read(path);
+  // An empty folder where the file goes (left by a remote delete) is no one's content: write()
+  // removes it. Anything else that is not a file is left alone.
+  if (now.kind === 'other' && now.code !== 'is_folder') return skip(ctx, path, `not written: ${path} ${now.reason}`);
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
   if (!stillAsPlanned(now, action.expectLocal)) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
 
-  await ctx.fs.writeFile(hostPath, bytes, { mode: 0o600 });
+  try {
+    await ctx.folder.write(path, bytes);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skip(ctx, path, `not written: ${err.message}`);
+    throw err;
+  }
   ctx.state.baseline.set(path, sha);
   ctx.state.refused.delete(path);
   ctx.report.pulled.push(path);
@@ -120,13 +125,24 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   }
 }
 
+/** A memory over the size limit is never written: the mount holds only what the service allows. */
+function refuseOversizePull(ctx: ApplyContext, path: string, size: number): void {
+  const reason = `remote memory is ${size} bytes, over the ${MAX_MEMORY_BYTES}-byte limit; not written`;
+  ctx.report.skippedPaths.push({ path, reason });
+  const key = `oversize:${path}:${size}`;
+  if (ctx.state.warned.has(key)) return;
+  ctx.state.warned.add(key);
+  ctx.logger.warn('remote memory over the size limit; not written to disk', { path, size });
+}
+
 async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>): Promise<void> {
   const { path } = action;
-  const hostPath = hostPathOf(ctx.storeRoot, path);
-  const bytes = await ctx.fs.readFile(hostPath);
+  const now = await ctx.folder.read(path);
   // Changed since the scan: push nothing the planner did not decide on; the next pass will.
-  if (sha256Hex(bytes) !== action.localSha) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
-  const content = decodeUtf8(bytes);
+  if (now.kind !== 'file' || !now.bytes || now.sha !== action.localSha) {
+    return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  }
+  const content = decodeUtf8(now.bytes);
   if (content === null) return skip(ctx, path, 'is not UTF-8 text');
 
   const signal = ctx.signal;
@@ -164,11 +180,15 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
 }
 
 async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'delete_local' }>): Promise<void> {
-  const hostPath = hostPathOf(ctx.storeRoot, action.path);
-  if (!stillAsPlanned(await localNow(ctx.fs, hostPath), action.expectLocal)) {
+  if (!stillAsPlanned(await ctx.folder.read(action.path), action.expectLocal)) {
     return skip(ctx, action.path, 'changed on disk during the sync; not deleted');
   }
-  await ctx.fs.rm(hostPath);
+  try {
+    await ctx.folder.unlink(action.path);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skip(ctx, action.path, `not deleted: ${err.message}`);
+    throw err;
+  }
   ctx.state.baseline.delete(action.path);
   ctx.report.deletedLocal.push(action.path);
 }
@@ -176,10 +196,15 @@ async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'd
 async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: 'delete_remote' }>): Promise<void> {
   const { path } = action;
   // The fresh re-check of SPEC 4.3: still missing (nothing at all there) and the marker intact.
-  if ((await ctx.fs.lstat(hostPathOf(ctx.storeRoot, path))) !== null) {
-    return skip(ctx, path, 'reappeared before its remote delete; not deleted');
+  // A refusal (a folder on the way swapped for a link) means the file's state is unknown: no delete.
+  const there = await ctx.folder.stat(path).catch((err: unknown) => {
+    if (err instanceof FolderRefusal) return err;
+    throw err;
+  });
+  if (there !== null) {
+    return skip(ctx, path, there instanceof FolderRefusal ? `not deleted remotely: ${there.message}` : 'reappeared before its remote delete; not deleted');
   }
-  if ((await readMarker(ctx.fs, ctx.storeRoot, ctx.memoryStoreId)) !== 'ok') {
+  if ((await readMarker(ctx.folder, ctx.memoryStoreId)) !== 'ok') {
     if (action.mode === 'send') ctx.report.pendingDeletions.push(path); // log_only ones are listed already
     return skip(ctx, path, 'store marker failed its check; remote delete not sent');
   }
@@ -200,6 +225,12 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);
   ctx.logger.info('deleted in the store: the file was deleted locally', { path });
+}
+
+/** The local state a planner expected (`null`: absent) still holds. */
+function stillAsPlanned(now: LocalRead, expected: string | null): boolean {
+  if (expected === null) return now.kind === 'absent' || (now.kind === 'other' && now.code === 'is_folder');
+  return now.kind === 'file' && now.sha === expected;
 }
 
 function skip(ctx: ApplyContext, path: string, reason: string): void {

@@ -5,10 +5,17 @@
  *
  * Contract (each implementation must hold it; the shared conformance suite checks it):
  * - POSIX paths, absolute.
- * - Nothing ever follows a symlink: `lstat` describes the link itself, `readFile` refuses a link
- *   (`ELOOP`) or any non-regular file (`EINVAL`), `writeFile` replaces a link at the target
- *   rather than writing through it, `rm` removes the link, not what it points at.
+ * - Nothing ever follows a symlink at the last component: `lstat` describes the link itself,
+ *   `readFile`/`openFile` refuse a link (`ELOOP`), `openDir` refuses a link (`ELOOP`) or a
+ *   non-directory (`ENOTDIR`), `writeFile` replaces a link at the target rather than writing
+ *   through it, `rm` removes the link, not what it points at.
  * - Errors carry Node's `code` strings (`ENOENT`, `EEXIST`, `ELOOP`, `EACCES`, `ENOTDIR`, ...).
+ *
+ * Folders the engine syncs are reached only through `openDir` handles (see `StoreFolder`): the
+ * engine builds `${handle.path}/${name}` and never a path of its own below a store folder. Where
+ * `handle.pinned` is true, that path reaches the opened folder whatever happens to the names
+ * that led to it (Linux: `/proc/self/fd/<fd>`), so a folder swapped for a link cannot matter.
+ * Where it is false, the engine verifies the folder's `(dev, ino)` around each use instead.
  */
 /** What an entry is, seen without following links. */
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
@@ -19,11 +26,46 @@ export interface FileStat {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
+  /** Identity of the entry: the pair names one file or folder on the host. */
+  dev: number;
+  ino: number;
+  /** Hard links to the entry; a regular file with more than one may be a host file linked in. */
+  nlink: number;
 }
 
 export interface DirEntry {
   name: string;
   type: EntryType;
+  /**
+   * Set when the name on disk is not valid UTF-8: `name` is then a lossy rendering that reaches
+   * no entry, and the engine reports it instead of reading it (or reading it as gone).
+   */
+  notUtf8?: true;
+}
+
+/** A folder opened without following links; its children are reached as `${path}/${name}`. */
+export interface DirHandle {
+  /** The prefix for this folder's children. */
+  readonly path: string;
+  /**
+   * True when `path` stays bound to the opened folder itself (a held descriptor), so renames or
+   * swaps of the names above it cannot redirect it. False when `path` is the folder's name,
+   * resolved again on every use: the caller must then check `dev`/`ino` around each use.
+   */
+  readonly pinned: boolean;
+  /** Identity of the folder when it was opened. */
+  readonly dev: number;
+  readonly ino: number;
+  close(): Promise<void>;
+}
+
+/** A file opened for reading without following links. */
+export interface OpenFile {
+  /** fstat of what was opened: no window between this and the bytes read. */
+  readonly stat: FileStat;
+  /** Reads from the start, at most `maxBytes` bytes. */
+  read(maxBytes: number): Promise<Uint8Array>;
+  close(): Promise<void>;
 }
 
 /** Where mounts live: the real disk, memfs, or a host's own. See the contract at the top of this file. */
@@ -46,6 +88,29 @@ export interface FileSystem {
    */
   rm(path: string, opts?: { recursive?: boolean }): Promise<void>;
   rename(from: string, to: string): Promise<void>;
+  /**
+   * Opens a folder without following a link at `path` (`ELOOP`); `ENOTDIR` for anything that is
+   * not a folder. Pinned where the platform can hold a folder open and name it by handle.
+   */
+  openDir(path: string): Promise<DirHandle>;
+  /**
+   * Opens a file for reading without following a link (`ELOOP`) and without blocking on a FIFO.
+   * It does not refuse other entry types: `stat.type` says what was opened, and the caller
+   * decides before reading a byte.
+   */
+  openFile(path: string): Promise<OpenFile>;
+}
+
+/**
+ * An unpinned handle: the folder's own path plus its identity, for filesystems that cannot hold
+ * a folder open (memfs, a host's own seam, wrappers that must see plain paths).
+ */
+export async function unpinnedDirHandle(fs: Pick<FileSystem, 'lstat'>, path: string): Promise<DirHandle> {
+  const stat = await fs.lstat(path);
+  if (stat === null) throw fsError('ENOENT', 'open', path);
+  if (stat.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
+  if (stat.type !== 'directory') throw fsError('ENOTDIR', 'open', path);
+  return { path, pinned: false, dev: stat.dev, ino: stat.ino, close: async () => {} };
 }
 
 /** The `code` of a Node-style filesystem error, or undefined. */

@@ -2,8 +2,9 @@ export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { debugLogger } from './logger.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
-export type { EntryType, FileStat, DirEntry, FileSystem } from './file-system.js';
-export { errorCode, fsError } from './file-system.js';
+export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem } from './file-system.js';
+export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
+export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead } from './store-folder.js';
 export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
 export type { StoreMemory, StoreClient } from './store-client.js';
 export {

@@ -3,6 +3,7 @@ import { MemoryMountError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { MOUNT_PREFIX } from './limits.js';
 import { writeMarker } from './marker.js';
+import { StoreFolder } from './store-folder.js';
 import type { MountedStore } from './types.js';
 
 /**
@@ -16,6 +17,8 @@ export interface CreatedFolder {
   path: string;
   /** Set for a store folder; absent for an in-between folder. */
   store?: MountedStore;
+  /** The store folder as opened right after its mkdir. */
+  folder?: StoreFolder;
 }
 
 const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR']);
@@ -41,8 +44,10 @@ export async function checkMemoryRoot(fs: FileSystem, memoryRoot: string): Promi
 
 /**
  * Creates the store's folder (and any folder between memoryRoot and it), mode 0700, with its
- * marker. The store folder itself is made with a non-recursive mkdir: if two sessions race for
- * one path, exactly one wins and the other gets `mount_path_exists`.
+ * marker, and returns it opened. The store folder itself is made with a non-recursive mkdir: if
+ * two sessions race for one path, exactly one wins and the other gets `mount_path_exists`. It is
+ * then opened without following links and checked to be empty, so what the engine holds is the
+ * folder it made, not something swapped in after the mkdir.
  * Every folder created is appended to `created` as soon as it exists, so a failure part-way
  * still lets the caller clean up.
  */
@@ -51,7 +56,7 @@ export async function createStoreFolder(
   memoryRoot: string,
   store: MountedStore,
   created: CreatedFolder[],
-): Promise<void> {
+): Promise<StoreFolder> {
   const relative = posix.relative(memoryRoot, store.path).split('/');
   let dir = memoryRoot;
   for (const segment of relative.slice(0, -1)) {
@@ -68,8 +73,26 @@ export async function createStoreFolder(
     created.push({ path: dir });
   }
   await mkdirOwned(fs, store.path, store);
-  created.push({ path: store.path, store });
-  await writeMarker(fs, store.path, store.memoryStoreId);
+  const entry: CreatedFolder = { path: store.path, store };
+  created.push(entry);
+  const folder = await StoreFolder.open(fs, store.path).catch((err: unknown) => {
+    throw new MemoryMountError('mount_path_exists', `store ${store.memoryStoreId}: ${store.path} changed right after it was created`, {
+      memoryStoreId: store.memoryStoreId,
+      path: store.path,
+      cause: err,
+    });
+  });
+  if ((await folder.topLevelNames()).length > 0) {
+    // Someone else's entries: this folder is never emptied by us (it is removed only if empty).
+    await folder.close();
+    throw new MemoryMountError('mount_path_exists', `store ${store.memoryStoreId}: ${store.path} is not the empty folder just created`, {
+      memoryStoreId: store.memoryStoreId,
+      path: store.path,
+    });
+  }
+  entry.folder = folder;
+  await writeMarker(folder, store.memoryStoreId);
+  return folder;
 }
 
 async function mkdirOwned(fs: FileSystem, path: string, store: MountedStore): Promise<void> {
@@ -102,16 +125,21 @@ async function mkdirOwned(fs: FileSystem, path: string, store: MountedStore): Pr
 export type RemovalOutcome = { removed: true } | { removed: false; reason: string };
 
 /**
- * Removes one folder this mounter created. A store folder is removed whole (links inside are
- * removed, never followed); an in-between folder only when empty, since another session's
- * store may live in it now.
+ * Removes one folder this mounter created. A store folder is removed whole through its handle
+ * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth); an
+ * in-between folder only when empty, since another session's store may live in it now.
  */
-export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder): Promise<RemovalOutcome> {
+export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<RemovalOutcome> {
   const stat = await fs.lstat(folder.path);
   if (!stat) return { removed: false, reason: 'already gone' };
   if (stat.type !== 'directory') return { removed: false, reason: `is now a ${stat.type}; left alone` };
   try {
-    await fs.rm(folder.path, { recursive: folder.store !== undefined });
+    if (storeFolder) {
+      if ((await storeFolder.locate()) !== 'directory') return { removed: false, reason: 'already gone' };
+      await storeFolder.removeAll();
+    } else {
+      await fs.rm(folder.path);
+    }
     return { removed: true };
   } catch (err) {
     return { removed: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };

@@ -84,21 +84,22 @@ export class MemoryMounter {
     const fs = this.#fs;
     this.#phase = 'materializing';
     const created: CreatedFolder[] = [];
-    const stores = mounts.map(
-      (mount) =>
-        new StoreSync(mount, {
-          fs,
-          client: this.#options.storeClient,
-          logger: storeLogger(logger, mount.memoryStoreId),
-          deletionMode: this.#options.deletionMode,
-          concurrency: TRANSFERS_PER_STORE,
-          // Folders it makes again were recorded at materialize, so finalize still removes them.
-          recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
-        }),
-    );
+    const stores: StoreSync[] = [];
     try {
       if (mounts.length > 0) await checkMemoryRoot(fs, memoryRoot);
-      for (const store of stores) await createStoreFolder(fs, memoryRoot, store.mount, created).catch(asMountError(store.mount));
+      for (const mount of mounts) {
+        const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
+        stores.push(
+          new StoreSync(mount, folder, {
+            client: this.#options.storeClient,
+            logger: storeLogger(logger, mount.memoryStoreId),
+            deletionMode: this.#options.deletionMode,
+            concurrency: TRANSFERS_PER_STORE,
+            // Folders it makes again were recorded at materialize, so finalize still removes them.
+            recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
+          }),
+        );
+      }
       const never = new AbortController().signal;
       const results = await Promise.allSettled(stores.map((store) => store.download(never)));
       const failed = results.findIndex((r) => r.status === 'rejected');
@@ -113,7 +114,7 @@ export class MemoryMounter {
       }
     } catch (err) {
       if (this.#phase === 'materializing') this.#phase = 'new';
-      await this.removeFolders(created, { removed: [], leftInPlace: [] }, false);
+      await this.removeFolders(created, { removed: [], leftInPlace: [] }, false, stores);
       throw err;
     }
     this.#stores = stores;
@@ -214,7 +215,7 @@ export class MemoryMounter {
     report.flush = result;
     report.timedOut.flush = timedOut;
     warnUnpushed(this.#options.logger, report.flush);
-    await this.removeFolders(this.#created, report, true);
+    await this.removeFolders(this.#created, report, true, this.#stores);
   }
 
   /** Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7). */
@@ -268,11 +269,13 @@ export class MemoryMounter {
     folders: readonly CreatedFolder[],
     report: Pick<FinalizeReport, 'removed' | 'leftInPlace'>,
     checkTrust: boolean,
+    stores: readonly StoreSync[],
   ): Promise<void> {
     const fs = this.#fs;
     // Deepest first: store folders before the folders that hold them.
     for (const folder of [...folders].reverse()) {
-      const store = folder.store && this.#stores.find((s) => s.mount.memoryStoreId === folder.store!.memoryStoreId);
+      // Matched by mount path, not store id: each StoreSync judges its own folder only.
+      const store = folder.store && stores.find((s) => s.mount.path === folder.store!.path);
       const fields = { memory_store_id: folder.store?.memoryStoreId, path: folder.path };
       try {
         const refusal = checkTrust && store ? await store.removalRefusal() : null;
@@ -281,7 +284,7 @@ export class MemoryMounter {
           this.#options.logger.warn(`store folder left in place: ${refusal}`, fields);
           continue;
         }
-        const outcome = await removeCreatedFolder(fs, folder);
+        const outcome = await removeCreatedFolder(fs, folder, store?.folder ?? folder.folder);
         if (outcome.removed) report.removed.push(folder.path);
         else if (outcome.reason !== 'already gone') report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
       } catch (err) {

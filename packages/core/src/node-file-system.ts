@@ -1,10 +1,12 @@
-import { constants as fsConstants } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, constants as fsConstants, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { lstat as lstatPath, open as openPath, readdir as readdirPath, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
 import { MemoryConfigError } from './errors.js';
-import { errorCode, fsError } from './file-system.js';
-import type { DirEntry, EntryType, FileStat, FileSystem } from './file-system.js';
+import { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
+import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile } from './file-system.js';
 import { tempFileName } from './temp-files.js';
+import { isUtf8 } from 'node:buffer';
 
 /**
  * The open(2) flags NodeFileSystem needs. `O_NOFOLLOW` and `O_NONBLOCK` are optional in the type
@@ -18,20 +20,33 @@ export type OpenFlagConstants = Omit<typeof fsConstants, 'O_NOFOLLOW' | 'O_NONBL
 const DEFAULT_FILE_MODE = 0o600;
 const DEFAULT_DIR_MODE = 0o700;
 
+/** Where the kernel names an open descriptor as a path (Linux). */
+const FD_DIR = '/proc/self/fd';
+
 /**
  * The FileSystem on the host's real POSIX disk. Every open carries `O_NOFOLLOW`, so a symlink an
  * agent plants in a mount fails the call (`ELOOP`) instead of leading it outside the mount.
  *
- * Modes are passed to open(2) and mkdir(2), so the process umask applies as usual. The guarantees
- * cover the last path component; the engine walks mounts with `lstat` and never descends into a
- * link, so intermediate components are its own directories.
+ * `openDir` holds the folder open and, on Linux, names it `/proc/self/fd/<fd>`: the kernel
+ * resolves that prefix to the opened folder itself, so `${handle.path}/${name}` acts relative to
+ * the handle the way `openat(2)` would, and no later swap of a name above it can redirect the
+ * call. Node has no `openat`; this is the same guarantee through paths. Where `/proc` is not
+ * mounted the handles are unpinned and the engine verifies identities instead.
+ *
+ * Modes are passed to open(2) and mkdir(2), so the process umask applies as usual.
  */
 export class NodeFileSystem implements FileSystem {
   readonly #readFlags: number;
   readonly #createTempFlags: number;
+  readonly #dirFlags: number;
+  readonly #pinned: boolean;
 
-  /** `constants` is the platform's `fs.constants`; tests pass a doctored one. */
-  constructor(constants: OpenFlagConstants = fsConstants) {
+  /**
+   * `constants` is the platform's `fs.constants`; tests pass a doctored one. `pinDirectories`
+   * defaults to whether this process can name descriptors under `/proc/self/fd`; `false` forces
+   * unpinned handles (the fallback other platforms get), for tests.
+   */
+  constructor(constants: OpenFlagConstants = fsConstants, opts: { pinDirectories?: boolean } = {}) {
     const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
     if (O_NOFOLLOW === undefined || O_NONBLOCK === undefined) {
       throw new MemoryConfigError(
@@ -44,12 +59,13 @@ export class NodeFileSystem implements FileSystem {
     this.#readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
     // O_EXCL: the temp name is fresh, so anything already there is someone else's and not ours.
     this.#createTempFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+    this.#dirFlags = O_RDONLY | O_NOFOLLOW | (constants.O_DIRECTORY ?? 0);
+    this.#pinned = opts.pinDirectories ?? canNameDescriptors(this.#dirFlags);
   }
 
   async lstat(path: string): Promise<FileStat | null> {
     try {
-      const stat = await fse.lstat(path);
-      return { type: entryType(stat), size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs };
+      return fileStat(await lstatPath(path));
     } catch (err) {
       // ENOTDIR: a file where a parent directory should be also means nothing is there.
       if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return null;
@@ -61,8 +77,42 @@ export class NodeFileSystem implements FileSystem {
     // readdir(3) follows a link named as the directory itself; refuse one instead.
     if ((await fse.lstat(path)).isSymbolicLink()) throw fsError('ENOTDIR', 'scandir', path, 'is a symlink');
     // Dirent types come from the entry itself (lstat when the filesystem gives none): never followed.
-    const entries = await fse.readdir(path, { withFileTypes: true });
-    return entries.map((entry) => ({ name: entry.name, type: entryType(entry) }));
+    // Names as bytes: a name that is not UTF-8 would otherwise come back altered and reach nothing.
+    const entries = await readdirPath(path, { withFileTypes: true, encoding: 'buffer' });
+    return entries.map((entry) => {
+      const raw = entry.name as unknown as Buffer;
+      const type = entryType(entry);
+      return isUtf8(raw) ? { name: raw.toString('utf8'), type } : { name: raw.toString('utf8'), type, notUtf8: true as const };
+    });
+  }
+
+  async openDir(path: string): Promise<DirHandle> {
+    if (!this.#pinned) return unpinnedDirHandle(this, path);
+    // O_NOFOLLOW|O_DIRECTORY: a link at `path` is ELOOP, anything but a folder ENOTDIR.
+    const handle = await openPath(path, this.#dirFlags);
+    try {
+      const stat = await handle.stat();
+      return {
+        path: `${FD_DIR}/${handle.fd}`,
+        pinned: true,
+        dev: stat.dev,
+        ino: stat.ino,
+        close: () => handle.close(),
+      };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  async openFile(path: string): Promise<OpenFile> {
+    const handle = await openPath(path, this.#readFlags);
+    try {
+      return { stat: fileStat(await handle.stat()), read: (maxBytes) => readUpTo(handle, maxBytes), close: () => handle.close() };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
   }
 
   async readFile(path: string): Promise<Uint8Array> {
@@ -78,7 +128,7 @@ export class NodeFileSystem implements FileSystem {
 
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
     // Same directory as the target, so the rename stays on one filesystem and is atomic.
-    const temp = join(dirname(path), tempFileName(basename(path)));
+    const temp = join(dirname(path), tempFileName());
     const fd = await fse.open(temp, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
     try {
       try {
@@ -122,6 +172,50 @@ export class NodeFileSystem implements FileSystem {
   async rename(from: string, to: string): Promise<void> {
     await fse.rename(from, to);
   }
+}
+
+/** Reads from the start of the file until its end or `maxBytes`, whichever comes first. */
+async function readUpTo(handle: FileHandle, maxBytes: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  while (total < maxBytes) {
+    const chunk = Buffer.allocUnsafe(Math.min(maxBytes - total, 65_536));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    if (bytesRead === 0) break;
+    chunks.push(chunk.subarray(0, bytesRead));
+    total += bytesRead;
+  }
+  return new Uint8Array(Buffer.concat(chunks, total));
+}
+
+/**
+ * Whether `/proc/self/fd/<fd>` names the folder open on `fd` here: true on Linux with /proc
+ * mounted. Checked once per NodeFileSystem by opening `/` and comparing identities.
+ */
+function canNameDescriptors(dirFlags: number): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync('/', dirFlags);
+    const viaFd = statSync(`${FD_DIR}/${fd}/.`);
+    const opened = fstatSync(fd);
+    return viaFd.ino === opened.ino && viaFd.dev === opened.dev;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+function fileStat(stat: Stats): FileStat {
+  return {
+    type: entryType(stat),
+    size: stat.size,
+    mtimeMs: stat.mtimeMs,
+    ctimeMs: stat.ctimeMs,
+    dev: stat.dev,
+    ino: stat.ino,
+    nlink: stat.nlink,
+  };
 }
 
 function entryType(entry: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {

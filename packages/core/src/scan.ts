@@ -1,15 +1,15 @@
-import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
-import { errorCode, type FileSystem } from './file-system.js';
-import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
+import { errorCode } from './file-system.js';
+import { MARKER_FILE } from './limits.js';
 import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from './memory-path.js';
-import { sha256Hex } from './sha256.js';
+import type { FolderFile, StoreFolder } from './store-folder.js';
 import { isTempFileName } from './temp-files.js';
 import { decodeUtf8 } from './utf8.js';
 
 /** A regular file in the mount, by its wire path. */
 export interface LocalFile {
+  /** sha256 of the content; for a file never read (too large, hard-linked), a stat fingerprint that equals no sha. */
   sha: string;
   size: number;
   /** Why this content can never be pushed as it is; absent when it can. */
@@ -35,105 +35,85 @@ export interface LocalSnapshot {
  * What a previous scan learnt of each file, so an unchanged file is not read again. Kept by the
  * caller between scans; `scanStore` refreshes it in place.
  */
-export type ScanCache = Map<string, { size: number; mtimeMs: number; ctimeMs: number; hashedAt: number; file: LocalFile }>;
+export type ScanCache = Map<
+  string,
+  { size: number; mtimeMs: number; ctimeMs: number; dev: number; ino: number; hashedAt: number; file: LocalFile }
+>;
 
 /**
  * A file changed within this long of being hashed could change again without moving its
  * timestamps (coarse clocks, same-tick writes); it is read again until it is older than that.
  */
 const RACY_WINDOW_MS = 2_000;
-/** Files read at once: enough to keep libuv's pool busy, few enough to bound memory. */
+/** Files read at once: enough to keep libuv's pool busy, few enough to bound memory (each read is at most 100 kB). */
 const READ_CONCURRENCY = 16;
 
-export async function scanStore(
-  fs: FileSystem,
-  storeRoot: string,
-  memoryStoreId: string,
-  cache: ScanCache = new Map(),
-): Promise<LocalSnapshot> {
+/** Scans the store folder through its confined handle. Never reads a byte outside it. */
+export async function scanStore(folder: StoreFolder, memoryStoreId: string, cache: ScanCache = new Map()): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
-  const rootStat = await fs.lstat(storeRoot);
-  if (!rootStat) return { ...snapshot, root: 'missing' };
-  if (rootStat.type !== 'directory') return { ...snapshot, root: 'not_directory' };
-  snapshot.marker = await readMarker(fs, storeRoot, memoryStoreId);
-  const filesFound: { hostPath: string; wirePath: string }[] = [];
-  await scanDirectory(fs, storeRoot, '', snapshot, filesFound);
+  const root = await folder.locate();
+  if (root !== 'directory') return { ...snapshot, root };
+  snapshot.marker = await readMarker(folder, memoryStoreId);
   const slots = new Semaphore(READ_CONCURRENCY);
-  await Promise.all(filesFound.map((f) => slots.runExclusive(() => scanFile(fs, f.hostPath, f.wirePath, snapshot, cache))));
+  try {
+    await folder.walk(
+      async ({ files, blocked }) => {
+        for (const { wirePath, reason } of blocked) snapshot.blocked.set(wirePath, reason);
+        await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache))));
+      },
+      // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
+      // half-written content. Folders are walked whatever their name.
+      (wireDir, name) => (wireDir === '' && name === MARKER_FILE) || isTempFileName(name),
+    );
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };
+    snapshot.blocked.set('/', `folder could not be read (${errorCode(err) ?? String(err)})`);
+  }
   for (const path of cache.keys()) if (!snapshot.files.has(path)) cache.delete(path);
   return snapshot;
 }
 
-async function scanDirectory(
-  fs: FileSystem,
-  hostDir: string,
-  wireDir: string,
-  out: LocalSnapshot,
-  filesFound: { hostPath: string; wirePath: string }[],
-): Promise<void> {
-  let entries;
-  try {
-    entries = await fs.readdir(hostDir);
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return; // removed while scanning: it is simply gone
-    out.blocked.set(wireDir || '/', `folder could not be read (${errorCode(err) ?? String(err)})`);
-    return;
-  }
-  for (const entry of entries) {
-    if (wireDir === '' && entry.name === MARKER_FILE) continue;
-    if (isTempFileName(entry.name)) continue;
-    const wirePath = `${wireDir}/${entry.name}`;
-    const hostPath = posix.join(hostDir, entry.name);
-    switch (entry.type) {
-      case 'directory':
-        await scanDirectory(fs, hostPath, wirePath, out, filesFound);
-        break;
-      case 'file':
-        filesFound.push({ hostPath, wirePath });
-        break;
-      case 'symlink':
-        out.blocked.set(wirePath, 'is a symlink');
-        break;
-      default:
-        out.blocked.set(wirePath, 'is not a regular file');
-    }
-  }
-}
-
-async function scanFile(fs: FileSystem, hostPath: string, wirePath: string, out: LocalSnapshot, cache: ScanCache): Promise<void> {
-  const stat = await fs.lstat(hostPath).catch(() => null);
+async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache): Promise<void> {
+  const { wirePath } = entry;
+  const stat = await entry.stat().catch(() => null);
   const known = cache.get(wirePath);
   if (
     stat?.type === 'file' &&
+    stat.nlink === 1 &&
     known &&
     known.size === stat.size &&
     known.mtimeMs === stat.mtimeMs &&
     known.ctimeMs === stat.ctimeMs &&
+    known.dev === stat.dev &&
+    known.ino === stat.ino &&
     known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > RACY_WINDOW_MS
   ) {
     out.files.set(wirePath, known.file);
     return;
   }
   const hashedAt = Date.now();
-  let bytes: Uint8Array;
+  let read;
   try {
-    bytes = await fs.readFile(hostPath);
+    read = await entry.read();
   } catch (err) {
-    const code = errorCode(err);
-    if (code === 'ENOENT') return;
-    // ELOOP/EINVAL: swapped for a link or a special file between readdir and open.
-    const reason = code === 'ELOOP' ? 'is a symlink' : code === 'EINVAL' ? 'is not a regular file' : `could not be read (${code ?? String(err)})`;
-    out.blocked.set(wirePath, reason);
+    out.blocked.set(wirePath, `could not be read (${errorCode(err) ?? (err as Error).message ?? String(err)})`);
     return;
   }
-  const file: LocalFile = { sha: sha256Hex(bytes), size: bytes.byteLength };
+  if (read.kind === 'absent') return;
+  if (read.kind === 'other') {
+    // Swapped for a link or a special file between the listing and the open.
+    out.blocked.set(wirePath, read.reason);
+    return;
+  }
+  const file: LocalFile = { sha: read.sha, size: read.size };
   const pathProblem = mountablePathProblem(wirePath);
   if (pathProblem) file.unpushable = `path ${pathProblem}`;
-  else if (bytes.byteLength > MAX_MEMORY_BYTES) file.unpushable = `is larger than ${MAX_MEMORY_BYTES} bytes`;
-  else if (decodeUtf8(bytes) === null) file.unpushable = 'is not UTF-8 text';
+  else if (read.unpushable) file.unpushable = read.unpushable.detail;
+  else if (read.bytes && decodeUtf8(read.bytes) === null) file.unpushable = 'is not UTF-8 text';
   out.files.set(wirePath, file);
   // Cache only when the stat taken before the read still describes what was read.
-  if (stat?.type === 'file' && stat.size === bytes.byteLength) {
-    cache.set(wirePath, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, hashedAt, file });
+  const { stat: opened } = read;
+  if (stat?.type === 'file' && stat.ino === opened.ino && stat.size === opened.size && stat.mtimeMs === opened.mtimeMs) {
+    cache.set(wirePath, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, dev: stat.dev, ino: stat.ino, hashedAt, file });
   }
 }

@@ -1,11 +1,9 @@
-import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
 import { applyPlan } from './apply.js';
 import { listAll, storeCall, StoreError } from './errors.js';
-import { errorCode, type FileSystem } from './file-system.js';
-import { MARKER_FILE } from './limits.js';
+import { errorCode } from './file-system.js';
+import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
-import { ensureFolders, hostPathOf, localNow } from './local-io.js';
 import { readMarker, writeMarker } from './marker.js';
 import { planStore, settleUnknownWrites } from './plan.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
@@ -13,19 +11,19 @@ import type { StoreSyncReport } from './reports.js';
 import { scanStore, type LocalSnapshot } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
+import { FolderRefusal, type StoreFolder } from './store-folder.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
 
 export interface StoreSyncDeps {
-  fs: FileSystem;
   client: StoreClient;
   /** Already bound to this store. */
   logger: Logger;
   deletionMode: DeletionMode;
   concurrency: number;
   /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
-  recreateFolder: () => Promise<void>;
+  recreateFolder: () => Promise<StoreFolder>;
 }
 
 export interface PassOptions {
@@ -45,60 +43,93 @@ export class StoreSync {
   readonly state: SyncState = emptySyncState();
   /** Whether the disk under this store folds case (/A.md and /a.md one file); probed at download. */
   #caseInsensitive = false;
+  /** The confined store folder: all disk access of this store goes through it. */
+  #folder: StoreFolder;
 
   constructor(
     readonly mount: MountedStore,
+    folder: StoreFolder,
     private readonly deps: StoreSyncDeps,
-  ) {}
+  ) {
+    this.#folder = folder;
+  }
+
+  get folder(): StoreFolder {
+    return this.#folder;
+  }
 
   /**
    * Downloads the whole store into its (existing) folder and makes that the baseline. Throws
    * on the first failure; what was written before it stays in the baseline.
    */
   async download(signal: AbortSignal): Promise<{ written: string[]; skipped: { path: string; reason: string }[] }> {
-    const { fs, client, logger } = this.deps;
+    const { client, logger } = this.deps;
+    const folder = this.#folder;
     const storeId = this.mount.memoryStoreId;
+    // Whatever happens below, no earlier baseline may outlive this download: files gone from a
+    // wiped folder must never read as the agent's deletions if the listing fails part-way.
+    this.state.baseline.clear();
+    this.state.missingSince.clear();
+    this.state.scanCache.clear();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
-    this.#caseInsensitive = (await fs.lstat(posix.join(this.mount.path, MARKER_FILE.toUpperCase()))) !== null;
+    this.#caseInsensitive = (await folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     const listed = await listAll(() => client.list(storeId, { withContent: true, signal }));
     const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
     for (const { path, reason } of skipped) this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
     const byPath = new Map(listed.map((m) => [m.path, m]));
 
-    this.state.baseline.clear();
-    this.state.missingSince.clear();
     const written: string[] = [];
-    const clashes: { path: string; reason: string }[] = [];
+    const unmountable: { path: string; reason: string }[] = [];
+    const skipMemory = (path: string, reason: string, fields: Record<string, unknown> = {}) => {
+      unmountable.push({ path, reason });
+      this.warnOnce(`unmountable:${path}:${reason}`, `remote memory not written: ${reason}`, { path, ...fields });
+    };
     const slots = new Semaphore(this.deps.concurrency);
     await Promise.all(
       [...remote.keys()].map((path) =>
         slots.runExclusive(async () => {
           signal.throwIfAborted();
           let memory = byPath.get(path)!;
+          if ((memory.content_size_bytes ?? 0) > MAX_MEMORY_BYTES) {
+            return skipMemory(path, `it is ${memory.content_size_bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit`);
+          }
           if (typeof memory.content !== 'string') memory = await storeCall(client.get(storeId, memory.id, { signal }));
           const bytes = encodeUtf8(memory.content ?? '');
+          if (bytes.byteLength > MAX_MEMORY_BYTES) {
+            return skipMemory(path, `it is ${bytes.byteLength} bytes, over the ${MAX_MEMORY_BYTES}-byte limit`);
+          }
           if (typeof memory.content !== 'string' || sha256Hex(bytes) !== memory.content_sha256) {
             throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
           }
-          const folderProblem = await ensureFolders(fs, this.mount.path, path);
-          const hostPath = hostPathOf(this.mount.path, path);
           // A fresh folder holds nothing, so anything here is a name clash (a case-insensitive
           // disk, or a file/folder overlap): never write over it.
-          const there = folderProblem ? null : await localNow(fs, hostPath);
-          if (folderProblem || there?.kind !== 'absent') {
-            const detail = folderProblem ?? `${hostPath} already exists`;
-            clashes.push({ path, reason: `its place on disk is taken: ${detail}` });
-            this.warnOnce(`clash:${path}`, 'remote memory skipped: its place on disk is taken', { path, detail });
-            return;
+          const there = await folder.read(path).catch((err: unknown) => {
+            if (err instanceof FolderRefusal) return { kind: 'other' as const, reason: err.message };
+            throw err;
+          });
+          if (there.kind !== 'absent') {
+            const detail = there.kind === 'other' ? `${path} ${there.reason}` : `${path} already exists`;
+            return skipMemory(path, `its place on disk is taken: ${detail}`, { detail });
           }
-          await fs.writeFile(hostPath, bytes, { mode: 0o600 });
+          try {
+            await folder.write(path, bytes);
+          } catch (err) {
+            // One memory that cannot be placed (a folder on its way replaced, a name the disk
+            // refuses) never fails the whole download: it is skipped and reported.
+            if (err instanceof FolderRefusal) return skipMemory(path, `its place on disk is taken: ${err.message}`);
+            const code = errorCode(err);
+            if (code === 'ENAMETOOLONG' || code === 'EINVAL' || code === 'EILSEQ' || code === 'ENOTDIR' || code === 'EISDIR') {
+              return skipMemory(path, `the disk refused it (${code})`);
+            }
+            throw err;
+          }
           this.state.baseline.set(path, memory.content_sha256);
           written.push(path);
         }),
       ),
     );
     logger.debug('downloaded', { path: this.mount.path, memories: written.length });
-    return { written: written.sort(), skipped: [...skipped, ...clashes] };
+    return { written: written.sort(), skipped: [...skipped, ...unmountable] };
   }
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
@@ -115,7 +146,7 @@ export class StoreSync {
   }
 
   private async runPass(opts: PassOptions, report: StoreSyncReport): Promise<void> {
-    const { fs, client, logger } = this.deps;
+    const { client, logger } = this.deps;
     const { state, mount } = this;
     if (state.distrusted) {
       report.status = 'skipped';
@@ -124,7 +155,7 @@ export class StoreSync {
     }
     opts.signal.throwIfAborted();
 
-    const scanned = await scanStore(fs, mount.path, mount.memoryStoreId, state.scanCache);
+    const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache);
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
@@ -149,8 +180,10 @@ export class StoreSync {
           return;
         }
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
-        if (snapshot.root === 'missing') await this.deps.recreateFolder();
-        else if (snapshot.marker !== 'ok') await writeMarker(fs, mount.path, mount.memoryStoreId);
+        if (snapshot.root === 'missing') {
+          await this.#folder.close();
+          this.#folder = await this.deps.recreateFolder();
+        } else if (snapshot.marker !== 'ok') await writeMarker(this.#folder, mount.memoryStoreId);
         {
           const { written, skipped } = await this.download(opts.signal);
           report.pulled = written;
@@ -196,10 +229,9 @@ export class StoreSync {
 
     await applyPlan(
       {
-        fs,
+        folder: this.#folder,
         client,
         memoryStoreId: mount.memoryStoreId,
-        storeRoot: mount.path,
         logger,
         state,
         report,
@@ -220,8 +252,8 @@ export class StoreSync {
   /** Why finalize must leave this store's folder in place, or null when it may go. */
   async removalRefusal(): Promise<string | null> {
     if (this.state.distrusted) return `folder not trusted: ${this.state.distrusted}`;
-    if ((await this.deps.fs.lstat(this.mount.path))?.type !== 'directory') return null;
-    const marker = await readMarker(this.deps.fs, this.mount.path, this.mount.memoryStoreId);
+    if ((await this.#folder.locate()) !== 'directory') return null;
+    const marker = await readMarker(this.#folder, this.mount.memoryStoreId);
     return marker === 'ok' ? null : `marker check failed (${marker})`;
   }
 

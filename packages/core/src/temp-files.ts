@@ -1,18 +1,23 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * Names of the temp files that atomic writes leave for an instant beside their target. They are
- * never synced in either direction: the scanner skips them and a remote memory with such a name
- * is refused, because a file the scanner cannot see would look deleted and be deleted remotely.
+ * Names of the temp files that atomic writes leave for an instant beside their target: ours, and
+ * the agent toolset's (`.tmp-<pid>-<uuid>`, written next to the target then renamed over it).
+ * Neither is ever synced: the scanner skips such files (never folders: a folder so named holds
+ * memories like any other) and a remote memory with such a name is refused, because a file the
+ * scanner cannot see would look deleted and be deleted remotely.
+ *
+ * Ours have one fixed length (24 bytes) whatever the target's name, so a target name of up to
+ * NAME_MAX never makes its temp name too long.
  */
-const TEMP_MARK = '.mm-tmp-';
-const TEMP_PATTERN = /^\..*\.mm-tmp-[0-9a-f]{12}$/;
+const OUR_TEMP = /^\.mm-tmp-[0-9a-f]{16}$/;
+const TOOLSET_TEMP = /^\.tmp-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** `notes.md` -> `.notes.md.mm-tmp-<12 hex>`: hidden, unique, recognisable. */
-export function tempFileName(baseName: string): string {
-  return `.${baseName}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
+/** A fresh `.mm-tmp-<16 hex>`: hidden, unique, recognisable, and short. */
+export function tempFileName(): string {
+  return `.mm-tmp-${randomBytes(8).toString('hex')}`;
 }
 
 export function isTempFileName(name: string): boolean {
-  return TEMP_PATTERN.test(name);
+  return OUR_TEMP.test(name) || TOOLSET_TEMP.test(name);
 }

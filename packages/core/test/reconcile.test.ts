@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { tempFileName } from '@memory-mounter/core';
 import { DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 const FILES = { '/a.md': 'alpha', '/d/b.md': 'beta' };
@@ -250,10 +251,12 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('the marker and temp files of atomic writes never sync', async () => {
     const m = await h.mountNotes({}, FILES);
-    await h.write(`${dir}/.a.md.mm-tmp-0123456789ab`, 'half written');
+    // Ours, and the agent toolset's (`.tmp-<pid>-<uuid>`, written beside its target then renamed).
+    await h.write(`${dir}/${tempFileName()}`, 'half written');
+    await h.write(`${dir}/.tmp-4242-0f8e2c1a-9b7d-4c3e-8a2f-1d6b5e4c3a21`, 'half written by a tool');
     await m.reconcile({ force: true });
     const paths = Object.keys(h.client.snapshot(STORE));
     expect(paths).not.toContain('/.anthropic-memory-store');
-    expect(paths.some((p) => p.includes('mm-tmp'))).toBe(false);
+    expect(paths.filter((p) => p.includes('tmp'))).toEqual([]);
   });
 });

@@ -2,14 +2,14 @@ import { mkdtemp, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NodeFileSystem, scanStore, sha256Hex, type ScanCache } from '@memory-mounter/core';
+import { NodeFileSystem, scanStore, sha256Hex, StoreFolder, type ScanCache } from '@memory-mounter/core';
 
-/** A NodeFileSystem that counts readFile calls. */
+/** A NodeFileSystem that counts the files it opens for reading. */
 class CountingFs extends NodeFileSystem {
   reads = 0;
-  override readFile(path: string) {
+  override openFile(path: string) {
     this.reads++;
-    return super.readFile(path);
+    return super.openFile(path);
   }
 }
 
@@ -30,11 +30,11 @@ describe('scanStore on a real disk', () => {
     const cache: ScanCache = new Map();
     // ctime is "now" after utimes, so settle the cache's view of time instead: hash now, and
     // check the second scan skips the read only once the file is outside the racy window.
-    await scanStore(fs, dir, 'memstore_1', cache);
+    await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     const firstReads = fs.reads;
     const entry = cache.get('/a.md')!;
     entry.hashedAt += 10_000; // as if hashed well after its last change
-    const snapshot = await scanStore(fs, dir, 'memstore_1', cache);
+    const snapshot = await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     expect(fs.reads - firstReads).toBe(1); // the marker read only: no file read
     expect(snapshot.files.get('/a.md')?.sha).toBe(sha256Hex('alpha'));
   });
@@ -42,31 +42,31 @@ describe('scanStore on a real disk', () => {
   it('re-reads a file whose content changed even when size and mtime were put back', async () => {
     await writeFile(join(dir, 'a.md'), 'alpha');
     const cache: ScanCache = new Map();
-    await scanStore(fs, dir, 'memstore_1', cache);
+    await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     cache.get('/a.md')!.hashedAt += 10_000;
     const old = tenSecondsAgo();
     await utimes(join(dir, 'a.md'), old, old);
     await writeFile(join(dir, 'a.md'), 'ALPHA');
     await utimes(join(dir, 'a.md'), old, old);
-    const snapshot = await scanStore(fs, dir, 'memstore_1', cache);
+    const snapshot = await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     expect(snapshot.files.get('/a.md')?.sha).toBe(sha256Hex('ALPHA'));
   });
 
   it('re-reads a file changed within the racy window on every scan', async () => {
     await writeFile(join(dir, 'a.md'), 'alpha');
     const cache: ScanCache = new Map();
-    await scanStore(fs, dir, 'memstore_1', cache);
+    await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     const before = fs.reads;
-    await scanStore(fs, dir, 'memstore_1', cache);
+    await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     expect(fs.reads - before).toBe(2); // marker + the fresh file
   });
 
   it('forgets files that are gone', async () => {
     await writeFile(join(dir, 'a.md'), 'alpha');
     const cache: ScanCache = new Map();
-    await scanStore(fs, dir, 'memstore_1', cache);
+    await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     await rm(join(dir, 'a.md'));
-    const snapshot = await scanStore(fs, dir, 'memstore_1', cache);
+    const snapshot = await scanStore(await StoreFolder.open(fs, dir), 'memstore_1', cache);
     expect(snapshot.files.size).toBe(0);
     expect(cache.size).toBe(0);
   });

@@ -1,4 +1,4 @@
-import { fsError, type DirEntry, type FileStat, type FileSystem } from '@memory-mounter/core';
+import { fsError, unpinnedDirHandle, type DirEntry, type DirHandle, type FileStat, type FileSystem, type OpenFile } from '@memory-mounter/core';
 
 type Op = keyof FileSystem;
 
@@ -6,6 +6,10 @@ type Op = keyof FileSystem;
  * Wraps any FileSystem (a real temp dir included) and fails chosen calls with a Node-style
  * error: `fail('rm', '/mnt/memory/notes', 'EIO')` makes the next `rm` of that path throw
  * `EIO` without touching the disk. Faults are used up in the order they were added.
+ *
+ * Its folder handles are unpinned (plain paths), so every path the engine passes is the real
+ * one a fault can be aimed at; the engine then verifies folder identities as on any platform
+ * without pinned handles.
  */
 export class FaultyFileSystem implements FileSystem {
   readonly #faults: { op: Op; path: string; code: string }[] = [];
@@ -50,6 +54,18 @@ export class FaultyFileSystem implements FileSystem {
   async rename(from: string, to: string): Promise<void> {
     this.#inject('rename', from);
     return this.inner.rename(from, to);
+  }
+
+  async openDir(path: string): Promise<DirHandle> {
+    this.#inject('openDir', path);
+    return unpinnedDirHandle(this.inner, path);
+  }
+
+  async openFile(path: string): Promise<OpenFile> {
+    this.#inject('openFile', path);
+    // The engine reads through openFile; a readFile fault on the path fails it too.
+    this.#inject('readFile', path);
+    return this.inner.openFile(path);
   }
 
   #inject(op: Op, path: string): void {

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
-import { fsError, tempFileName } from '@memory-mounter/core';
-import type { DirEntry, EntryType, FileStat, FileSystem } from '@memory-mounter/core';
+import { fsError, tempFileName, unpinnedDirHandle } from '@memory-mounter/core';
+import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
 import { Volume } from 'memfs';
 import type { DirectoryJSON, IFs } from 'memfs';
 
@@ -63,7 +63,7 @@ export class MemfsFileSystem implements FileSystem {
 
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
     this.#injectFault('writeFile', path);
-    const temp = posix.join(posix.dirname(path), tempFileName(posix.basename(path)));
+    const temp = posix.join(posix.dirname(path), tempFileName());
     // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
     // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
     const fd = this.vol.openSync(temp, 'wx', 0o600);
@@ -100,12 +100,49 @@ export class MemfsFileSystem implements FileSystem {
     // Only a real directory reaches memfs's rm/rmdir: given a link, they remove its target.
     if (stat.type !== 'directory') this.vol.unlinkSync(path);
     else if (opts.recursive) this.vol.rmSync(path, { recursive: true });
-    else this.vol.rmdirSync(path);
+    else {
+      // memfs's rmdir miscounts a folder in which a file was renamed over another (ENOTEMPTY
+      // when empty): check emptiness ourselves, in this same synchronous step, then remove it.
+      if (this.vol.readdirSync(path).length > 0) throw fsError('ENOTEMPTY', 'rmdir', path);
+      this.vol.rmSync(path, { recursive: true });
+    }
   }
 
   async rename(from: string, to: string): Promise<void> {
     this.#injectFault('rename', from);
     this.#rename(from, to);
+  }
+
+  /** memfs cannot hold a folder open: handles are unpinned, and the engine verifies identities. */
+  async openDir(path: string): Promise<DirHandle> {
+    this.#injectFault('openDir', path);
+    return unpinnedDirHandle({ lstat: async (p) => this.#lstat(p) }, path);
+  }
+
+  async openFile(path: string): Promise<OpenFile> {
+    this.#injectFault('openFile', path);
+    // lstat and open in one synchronous step: nothing can swap the entry between them.
+    const stat = this.#lstat(path);
+    if (stat === null) throw fsError('ENOENT', 'open', path);
+    if (stat.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
+    const fd = stat.type === 'file' ? this.vol.openSync(path, 'r') : null;
+    return {
+      stat,
+      read: async (maxBytes) => {
+        if (fd === null) throw fsError('EINVAL', 'read', path, 'not a regular file');
+        const buffer = Buffer.alloc(Math.min(maxBytes, stat.size + 1));
+        let total = 0;
+        while (total < buffer.length) {
+          const n = this.vol.readSync(fd, buffer, total, buffer.length - total, total);
+          if (n === 0) break;
+          total += n;
+        }
+        return new Uint8Array(buffer.subarray(0, total));
+      },
+      close: async () => {
+        if (fd !== null) this.vol.closeSync(fd);
+      },
+    };
   }
 
   #injectFault(op: FileSystemOp, path: string): void {
@@ -116,7 +153,15 @@ export class MemfsFileSystem implements FileSystem {
   #lstat(path: string): FileStat | null {
     try {
       const stat = this.vol.lstatSync(path);
-      return { type: entryType(stat), size: Number(stat.size), mtimeMs: Number(stat.mtimeMs), ctimeMs: Number(stat.ctimeMs) };
+      return {
+        type: entryType(stat),
+        size: Number(stat.size),
+        mtimeMs: Number(stat.mtimeMs),
+        ctimeMs: Number(stat.ctimeMs),
+        dev: Number(stat.dev),
+        ino: Number(stat.ino),
+        nlink: Number(stat.nlink),
+      };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return null;

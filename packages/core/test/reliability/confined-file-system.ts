@@ -1,5 +1,6 @@
+import { readlinkSync } from 'node:fs';
 import { posix } from 'node:path';
-import type { DirEntry, FileStat, FileSystem } from '@memory-mounter/core';
+import type { DirEntry, DirHandle, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
 import type { EntryKind } from './host-disk.js';
 
 /**
@@ -7,6 +8,9 @@ import type { EntryKind } from './host-disk.js';
  * reach there through real folders only. A path outside, or one with a symlink among its folders
  * (where even O_NOFOLLOW would follow the link), is recorded as a violation, and the call still
  * goes ahead so that the rest of the case shows what it did.
+ *
+ * A path through a pinned handle (`/proc/self/fd/<fd>/name`) is judged where the kernel will
+ * take it: the folder the descriptor holds, wherever that folder is now.
  */
 export class ConfinedFileSystem implements FileSystem {
   constructor(
@@ -52,8 +56,18 @@ export class ConfinedFileSystem implements FileSystem {
     return this.inner.rename(from, to);
   }
 
+  openDir(path: string): Promise<DirHandle> {
+    this.check('openDir', path);
+    return this.inner.openDir(path);
+  }
+
+  openFile(path: string): Promise<OpenFile> {
+    this.check('openFile', path);
+    return this.inner.openFile(path);
+  }
+
   private check(op: string, path: string): void {
-    const normalised = posix.normalize(path);
+    const normalised = posix.normalize(viaDescriptor(path));
     if (normalised !== this.memoryRoot && !normalised.startsWith(`${this.memoryRoot}/`)) {
       this.report(`filesystem ${op} outside memoryRoot: ${path}`);
       return;
@@ -71,4 +85,12 @@ export class ConfinedFileSystem implements FileSystem {
       if (kind !== 'directory') return;
     }
   }
+}
+
+/** `/proc/self/fd/<fd>/rest` as the path of the folder held by `fd` now, plus `rest`. */
+function viaDescriptor(path: string): string {
+  const match = /^\/proc\/self\/fd\/(\d+)(\/.*)?$/.exec(path);
+  if (!match) return path;
+  const folder = readlinkSync(`/proc/self/fd/${match[1]}`);
+  return `${folder}${match[2] ?? ''}`;
 }

@@ -5,7 +5,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MARKER_FILE, MAX_MEMORY_BYTES, MemoryMountError, NodeFileSystem, type DirEntry, type FileSystem, type FileStat } from '@memory-mounter/core';
+import {
+  MARKER_FILE,
+  MAX_MEMORY_BYTES,
+  MemoryMountError,
+  NodeFileSystem,
+  unpinnedDirHandle,
+  type DirEntry,
+  type DirHandle,
+  type FileSystem,
+  type FileStat,
+  type OpenFile,
+} from '@memory-mounter/core';
 import { notesResource, STORE } from '../harness.js';
 import { bundleChild } from './child-bundle.js';
 import { CorpusHost, SECRET } from './corpus-host.js';
@@ -45,7 +56,7 @@ const HOSTILE_REMOTE_PATHS: [label: string, path: string, reason: RegExp][] = [
   ['over 1,024 bytes', longPath, /longer than 1024 bytes/],
   ['over 20 segments', deepPath, /more than 20 segments/],
   ['the marker path', marker, /marker/],
-  ['a temp-file name', '/.notes.md.mm-tmp-0123456789ab', /temp file/],
+  ['a temp-file name', '/.mm-tmp-0123456789abcdef', /temp file/],
 ];
 
 describe('hostile remote paths: skipped with a warning, never written, never deleted', () => {
@@ -388,6 +399,13 @@ class CaseFoldingFileSystem implements FileSystem {
   }
   rename(from: string, to: string): Promise<void> {
     return this.inner.rename(this.fold(from), this.fold(to));
+  }
+  // Unpinned, so that every path the engine passes is a plain one this wrapper can fold.
+  openDir(path: string): Promise<DirHandle> {
+    return unpinnedDirHandle(this, path);
+  }
+  openFile(path: string): Promise<OpenFile> {
+    return this.inner.openFile(this.fold(path));
   }
 }
 

@@ -40,7 +40,12 @@ describe('the oracle catches a planted defect', () => {
     const followLinks = (fs: FileSystem): FileSystem => ({
       ...bound(fs),
       readdir: async (path) => (await fs.readdir(path)).map((e): DirEntry => (e.type === 'symlink' ? { ...e, type: 'file' } : e)),
-      readFile: async (path) => new Uint8Array(nodeFs.readFileSync(path)),
+      openFile: async (path) => {
+        const bytes = new Uint8Array(nodeFs.readFileSync(path));
+        const { mtimeMs, ctimeMs, dev, ino } = nodeFs.statSync(path);
+        const stat = { type: 'file' as const, size: bytes.byteLength, mtimeMs, ctimeMs, dev, ino, nlink: 1 };
+        return { stat, read: async (max: number) => bytes.subarray(0, max), close: async () => {} };
+      },
     });
     await expect(
       runCase(scenario, [new AgentLinkOutside('rw', '/a2.md', 'file'), new Reconcile(true)], { fileSystem: followLinks }),
@@ -98,5 +103,7 @@ function bound(fs: FileSystem): FileSystem {
     mkdir: (p, o) => fs.mkdir(p, o),
     rm: (p, o) => fs.rm(p, o),
     rename: (a, b) => fs.rename(a, b),
+    openDir: (p) => fs.openDir(p),
+    openFile: (p) => fs.openFile(p),
   };
 }

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { MARKER_FILE } from '@memory-mounter/core';
+import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
 import type { Access, DeletionMode, FinalizeReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { EntryKind, Tree } from './host-disk.js';
 import { knownBugHits, type KnownBug } from './known-bugs.js';
@@ -204,7 +204,7 @@ export class Oracle {
   private checkUpload(store: StoreModel, request: OutgoingRequest): void {
     const path = request.path ?? '(unknown memory)';
     const segments = path.split('/');
-    if (path === `/${MARKER_FILE}` || segments.some((s) => s.includes('.mm-tmp-'))) {
+    if (path === `/${MARKER_FILE}` || isTempFileName(segments.at(-1) ?? '')) {
       this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
     }
     if (request.content === undefined) return;

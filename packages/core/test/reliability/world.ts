@@ -26,7 +26,7 @@ export const DIR_PATHS = ['/d', '/d/e', '/g', '/bulk'] as const;
 export const BULK_PATHS = Array.from({ length: 12 }, (_, i) => `/bulk/n${String(i).padStart(2, '0')}.md`);
 
 /** Remote paths the engine must skip (see corpus.test.ts for the full list). */
-export const HOSTILE_REMOTE_PATHS = ['/.anthropic-memory-store', '/.a.md.mm-tmp-0123456789ab', '/d\\c.md', '/../escape.md'] as const;
+export const HOSTILE_REMOTE_PATHS = ['/.anthropic-memory-store', '/.mm-tmp-0123456789abcdef', '/d\\c.md', '/../escape.md'] as const;
 
 export const CANARY_TEXT = 'CANARY-host-secret-5b1e';
 

@@ -1,0 +1,448 @@
+import { errorCode, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
+import { MAX_MEMORY_BYTES } from './limits.js';
+import { pathSegments } from './memory-path.js';
+import { sha256Hex } from './sha256.js';
+
+/**
+ * The one object through which the engine touches a store folder: scan, read, write, mkdir,
+ * unlink, the marker, and the removal at finalize. It takes store-relative wire paths only
+ * (`/notes/a.md`, already checked by `mountablePathProblem`) and never builds a host path below
+ * the store folder itself.
+ *
+ * Why: the agent owns the folder's contents and can swap any entry for a link at any moment,
+ * including between a check and the act that follows it. So nothing here checks a path and then
+ * acts on it again by name. Each folder on the way is opened without following links, from the
+ * handle of its parent (`FileSystem.openDir`), and each act names its target relative to the
+ * handle of the folder that holds it. With pinned handles (Linux) a swapped component is either
+ * refused when opened or irrelevant afterwards: the held folder is acted on wherever it now is.
+ * With unpinned handles the folder's `(dev, ino)` is checked before and after each act and a
+ * mismatch fails closed (see docs/security.md for what that leaves open).
+ *
+ * Reads are bounded before they happen: the opened descriptor is fstat'ed, and anything that is
+ * not a regular file, has other hard links, or is larger than the memory limit is never read.
+ */
+
+/** Why the folder refused to act on an entry; data, not prose, so callers branch on it. */
+export type RefusalCode =
+  /** The entry, or a folder on its way, is a symbolic link. */
+  | 'is_symlink'
+  /** The entry is not a regular file (FIFO, socket, device) or a folder on the way is a file. */
+  | 'not_regular'
+  /** The entry is a folder where a file was expected. */
+  | 'is_folder'
+  /** A regular file with other hard links: possibly a host file linked in, never read. */
+  | 'hard_link'
+  /** Larger than the memory limit: never read past it. */
+  | 'too_large'
+  /** A folder changed identity between two steps (unpinned handles only). */
+  | 'swapped';
+
+export class FolderRefusal extends Error {
+  override name = 'FolderRefusal';
+  constructor(
+    readonly code: RefusalCode,
+    readonly wirePath: string,
+    detail: string,
+  ) {
+    super(`${wirePath} ${detail}`);
+  }
+}
+
+/**
+ * What is at a memory's place right now. `sha` is the content's sha256; for a file that is never
+ * read (too large, hard-linked) it is a fingerprint of its stat, which equals no sha, so the
+ * planner sees "changed" and the refusal says why.
+ */
+export type LocalRead =
+  | { kind: 'file'; sha: string; size: number; stat: FileStat; bytes?: Uint8Array; unpushable?: { code: RefusalCode; detail: string } }
+  | { kind: 'absent' }
+  | { kind: 'other'; code: RefusalCode; reason: string };
+
+/** An entry of a scanned folder, bound to the folder's handle for as long as the visit runs. */
+export interface FolderFile {
+  readonly wirePath: string;
+  /** lstat of the entry through its folder's handle; null when gone. */
+  stat(): Promise<FileStat | null>;
+  read(): Promise<LocalRead>;
+}
+
+/** A folder of the walk: its regular-looking files, and the entries left alone with why. */
+export interface FolderVisit {
+  wireDir: string;
+  files: FolderFile[];
+  blocked: { wirePath: string; reason: string }[];
+}
+
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+export class StoreFolder {
+  #root: DirHandle;
+
+  private constructor(
+    private readonly fs: FileSystem,
+    /** Host path of the store folder, as the operator and the agent see it. */
+    readonly hostPath: string,
+    root: DirHandle,
+  ) {
+    this.#root = root;
+  }
+
+  /** Opens the folder at `hostPath` (never through a link at that name). */
+  static async open(fs: FileSystem, hostPath: string): Promise<StoreFolder> {
+    return new StoreFolder(fs, hostPath, await fs.openDir(hostPath));
+  }
+
+  /**
+   * What is at the store's host path now. When it is a folder other than the one held (the
+   * agent replaced it), the handle moves to it: what the agent sees is what gets judged, and
+   * every act stays relative to one opened folder.
+   */
+  async locate(): Promise<'directory' | 'missing' | 'not_directory'> {
+    const stat = await this.fs.lstat(this.hostPath);
+    if (stat === null) return 'missing';
+    if (stat.type !== 'directory') return 'not_directory';
+    if (stat.dev === this.#root.dev && stat.ino === this.#root.ino) return 'directory';
+    let next: DirHandle;
+    try {
+      next = await this.fs.openDir(this.hostPath);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT') return 'missing';
+      if (code === 'ELOOP' || code === 'ENOTDIR') return 'not_directory';
+      throw err;
+    }
+    await this.#root.close();
+    this.#root = next;
+    return 'directory';
+  }
+
+  /** Whether the held folder is still the one at `hostPath`. */
+  async isAtHostPath(): Promise<boolean> {
+    const stat = await this.fs.lstat(this.hostPath);
+    return stat?.type === 'directory' && stat.dev === this.#root.dev && stat.ino === this.#root.ino;
+  }
+
+  /** Reads a file in the store folder's top level, bounded; for the marker. */
+  async readTopLevel(name: string, maxBytes: number): Promise<LocalRead> {
+    return this.#readIn(this.#root, name, `/${name}`, maxBytes);
+  }
+
+  /** What is at `wirePath` now: the file with its sha, absent, or something never read. */
+  async read(wirePath: string): Promise<LocalRead> {
+    const segments = pathSegments(wirePath);
+    let parent: OpenedParent;
+    try {
+      parent = await this.#openParent(wirePath, segments, false);
+    } catch (err) {
+      if (err instanceof FolderRefusal) return { kind: 'other', code: err.code, reason: err.message };
+      if (errorCode(err) === 'ENOENT') return { kind: 'absent' };
+      throw err;
+    }
+    try {
+      return await this.#readIn(parent.dir, segments.at(-1)!, wirePath, MAX_MEMORY_BYTES);
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /**
+   * Writes `bytes` at `wirePath` atomically (temp file + rename inside the held parent), making
+   * the folders on the way (0700), each opened and checked right after its mkdir. An empty
+   * folder standing where the file goes (left by a remote delete or rename) is removed first;
+   * a non-empty one is never touched. Throws FolderRefusal when a folder on the way is a link,
+   * a file, or swapped.
+   */
+  async write(wirePath: string, bytes: Uint8Array): Promise<void> {
+    const segments = pathSegments(wirePath);
+    const parent = await this.#openParent(wirePath, segments, true);
+    try {
+      const name = segments.at(-1)!;
+      const target = `${parent.dir.path}/${name}`;
+      await this.#verify(parent.dir, wirePath);
+      if ((await this.fs.lstat(target))?.type === 'directory') {
+        // rmdir(2) refuses a folder that holds anything: only an empty one goes.
+        try {
+          await this.fs.rm(target);
+        } catch (err) {
+          if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') {
+            throw new FolderRefusal('is_folder', wirePath, 'is a folder that holds files');
+          }
+          throw err;
+        }
+      }
+      await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+      await this.#verify(parent.dir, wirePath);
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /** Removes the entry at `wirePath` (a file or a link; never what a link points at). */
+  async unlink(wirePath: string): Promise<void> {
+    const segments = pathSegments(wirePath);
+    let parent: OpenedParent;
+    try {
+      parent = await this.#openParent(wirePath, segments, false);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      await this.#verify(parent.dir, wirePath);
+      const target = `${parent.dir.path}/${segments.at(-1)!}`;
+      if ((await this.fs.lstat(target))?.type === 'directory') throw new FolderRefusal('is_folder', wirePath, 'is a folder');
+      await this.fs.rm(target);
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /** lstat of the entry at `wirePath` through its folder's handle; null when absent. */
+  async stat(wirePath: string): Promise<FileStat | null> {
+    const segments = pathSegments(wirePath);
+    let parent: OpenedParent;
+    try {
+      parent = await this.#openParent(wirePath, segments, false);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      await this.#verify(parent.dir, wirePath);
+      return await this.fs.lstat(`${parent.dir.path}/${segments.at(-1)!}`);
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /** Writes a top-level file (the marker) atomically. */
+  async writeTopLevel(name: string, bytes: Uint8Array): Promise<void> {
+    await this.#verify(this.#root, `/${name}`);
+    await this.fs.writeFile(`${this.#root.path}/${name}`, bytes, { mode: FILE_MODE });
+  }
+
+  /** Names in the store folder's top level. */
+  async topLevelNames(): Promise<string[]> {
+    await this.#verify(this.#root, '/');
+    return (await this.#list(this.#root)).map((e) => e.name);
+  }
+
+  /**
+   * Walks the folder depth first. Each folder is opened from its parent's handle and held open
+   * while `visit` runs for it, so every read of its files is relative to that handle. Links and
+   * special entries are reported in `blocked`, never entered or read; `skip(name)` leaves out
+   * names the caller does not sync (the marker, temp files) without reporting them.
+   */
+  async walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, name: string) => boolean): Promise<void> {
+    await this.#walkFolder(this.#root, '', visit, skip);
+  }
+
+  async #walkFolder(
+    dir: DirHandle,
+    wireDir: string,
+    visit: (folder: FolderVisit) => Promise<void>,
+    skip: (wireDir: string, name: string) => boolean,
+  ): Promise<void> {
+    await this.#verify(dir, wireDir || '/');
+    const entries = await this.#list(dir);
+    const folder: FolderVisit = { wireDir: wireDir || '/', files: [], blocked: [] };
+    const subfolders: DirEntry[] = [];
+    for (const entry of entries) {
+      const wirePath = `${wireDir}/${entry.name}`;
+      if (entry.notUtf8) {
+        folder.blocked.push({ wirePath, reason: 'has a name that is not UTF-8; it cannot be a memory path' });
+        continue;
+      }
+      if (skip(wireDir, entry.name)) continue;
+      if (entry.type === 'directory') subfolders.push(entry);
+      else if (entry.type === 'file') folder.files.push(this.#fileIn(dir, entry.name, wirePath));
+      else folder.blocked.push({ wirePath, reason: entry.type === 'symlink' ? 'is a symlink' : 'is not a regular file' });
+    }
+    await visit(folder);
+    for (const entry of subfolders) {
+      const wirePath = `${wireDir}/${entry.name}`;
+      let child: DirHandle;
+      try {
+        child = await this.#openChild(dir, entry.name, wirePath);
+      } catch (err) {
+        if (errorCode(err) === 'ENOENT') continue; // removed while walking: simply gone
+        const reason = err instanceof FolderRefusal ? err.message.slice(wirePath.length + 1) : `folder could not be read (${errorCode(err) ?? String(err)})`;
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason }] });
+        continue;
+      }
+      try {
+        await this.#walkFolder(child, wirePath, visit, skip);
+      } catch (err) {
+        if (errorCode(err) === 'ENOENT') continue;
+        const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason }] });
+      } finally {
+        await child.close();
+      }
+    }
+  }
+
+  #fileIn(dir: DirHandle, name: string, wirePath: string): FolderFile {
+    return {
+      wirePath,
+      stat: async () => {
+        await this.#verify(dir, wirePath);
+        return this.fs.lstat(`${dir.path}/${name}`);
+      },
+      read: () => this.#readIn(dir, name, wirePath, MAX_MEMORY_BYTES),
+    };
+  }
+
+  /**
+   * Removes everything in the folder, then the folder itself, never following a link at any
+   * depth: each subfolder is opened no-follow from its parent's handle and emptied through its
+   * own handle. The store folder's name is removed only while it still names the held folder.
+   */
+  async removeAll(): Promise<void> {
+    await this.#empty(this.#root, '/');
+    if (await this.isAtHostPath()) await this.fs.rm(this.hostPath);
+    await this.close();
+  }
+
+  async #empty(dir: DirHandle, wireDir: string): Promise<void> {
+    await this.#verify(dir, wireDir);
+    for (const entry of await this.#list(dir)) {
+      const wirePath = `${wireDir === '/' ? '' : wireDir}/${entry.name}`;
+      const target = `${dir.path}/${entry.name}`;
+      if (entry.type === 'directory') {
+        let child: DirHandle | null = null;
+        try {
+          child = await this.#openChild(dir, entry.name, wirePath);
+        } catch (err) {
+          // Swapped for a link or a file since the listing: that entry goes, not what it names.
+          if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+        }
+        if (child) {
+          try {
+            await this.#empty(child, wirePath);
+          } finally {
+            await child.close();
+          }
+        }
+      }
+      await this.#verify(dir, wirePath);
+      await this.fs.rm(target);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#root.close();
+  }
+
+  /**
+   * The folder's entries. A pinned handle's own path is the kernel's link to the folder, which
+   * `readdir` rightly refuses to follow; `/.` below it is the folder itself.
+   */
+  #list(dir: DirHandle): Promise<DirEntry[]> {
+    return this.fs.readdir(dir.pinned ? `${dir.path}/.` : dir.path);
+  }
+
+  async #readIn(dir: DirHandle, name: string, wirePath: string, maxBytes: number): Promise<LocalRead> {
+    await this.#verify(dir, wirePath);
+    let file;
+    try {
+      file = await this.fs.openFile(`${dir.path}/${name}`);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT') return { kind: 'absent' };
+      if (code === 'ELOOP') return { kind: 'other', code: 'is_symlink', reason: 'is a symlink' };
+      // EISDIR, ENXIO (a socket), EINVAL: nothing a memory can be.
+      if (code === 'EISDIR') return { kind: 'other', code: 'is_folder', reason: 'is a folder' };
+      if (code === 'ENXIO' || code === 'EINVAL') return { kind: 'other', code: 'not_regular', reason: 'is not a regular file' };
+      throw err;
+    }
+    try {
+      const { stat } = file;
+      if (stat.type === 'directory') return { kind: 'other', code: 'is_folder', reason: 'is a folder' };
+      if (stat.type !== 'file') return { kind: 'other', code: 'not_regular', reason: 'is not a regular file' };
+      if (stat.nlink > 1) {
+        return refusedUnread(stat, 'hard_link', `has ${stat.nlink} hard links; it may be a host file linked in, so it is never read`);
+      }
+      if (stat.size > maxBytes) return refusedUnread(stat, 'too_large', `is larger than ${maxBytes} bytes`);
+      // One byte past the limit tells a file that grew since the fstat from one that did not.
+      const bytes = await file.read(maxBytes + 1);
+      if (bytes.byteLength > maxBytes) return refusedUnread(stat, 'too_large', `is larger than ${maxBytes} bytes`);
+      await this.#verify(dir, wirePath);
+      return { kind: 'file', sha: sha256Hex(bytes), size: bytes.byteLength, stat, bytes };
+    } finally {
+      await file.close();
+    }
+  }
+
+  /**
+   * Opens the folders above `wirePath` one at a time from the root handle. With `create`,
+   * missing ones are made (0700) and then opened like any other, so a folder swapped right after
+   * its mkdir is refused, not entered.
+   */
+  async #openParent(wirePath: string, segments: readonly string[], create: boolean): Promise<OpenedParent> {
+    const opened: DirHandle[] = [];
+    const close = async () => {
+      for (const handle of opened.reverse()) await handle.close();
+    };
+    let dir = this.#root;
+    try {
+      for (let i = 0; i < segments.length - 1; i++) {
+        const name = segments[i]!;
+        const wireDir = `/${segments.slice(0, i + 1).join('/')}`;
+        let child: DirHandle;
+        try {
+          child = await this.#openChild(dir, name, wireDir);
+        } catch (err) {
+          if (!create || errorCode(err) !== 'ENOENT') throw err;
+          await this.#verify(dir, wireDir);
+          try {
+            await this.fs.mkdir(`${dir.path}/${name}`, { mode: DIR_MODE });
+          } catch (mkdirErr) {
+            // Made meanwhile by a parallel write of this pass (or the agent): opened and checked below.
+            if (errorCode(mkdirErr) !== 'EEXIST') throw mkdirErr;
+          }
+          child = await this.#openChild(dir, name, wireDir);
+        }
+        opened.push(child);
+        dir = child;
+      }
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    return { dir, close };
+  }
+
+  async #openChild(dir: DirHandle, name: string, wireDir: string): Promise<DirHandle> {
+    await this.#verify(dir, wireDir);
+    try {
+      return await this.fs.openDir(`${dir.path}/${name}`);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ELOOP') throw new FolderRefusal('is_symlink', wireDir, 'is a symlink');
+      if (code === 'ENOTDIR') throw new FolderRefusal('not_regular', wireDir, 'is not a folder');
+      throw err;
+    }
+  }
+
+  /** For an unpinned handle: the name still reaches the folder that was opened, or refuse. */
+  async #verify(dir: DirHandle, wirePath: string): Promise<void> {
+    if (dir.pinned) return;
+    const now = await this.fs.lstat(dir.path);
+    if (now?.type !== 'directory' || now.dev !== dir.dev || now.ino !== dir.ino) {
+      throw new FolderRefusal('swapped', wirePath, 'is in a folder that was replaced during the sync');
+    }
+  }
+}
+
+interface OpenedParent {
+  dir: DirHandle;
+  close(): Promise<void>;
+}
+
+function refusedUnread(stat: FileStat, code: RefusalCode, detail: string): LocalRead {
+  // Changes whenever the file does (ctime moves on every write), and can never equal a sha256.
+  const sha = `${code}:${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
+  return { kind: 'file', sha, size: stat.size, stat, unpushable: { code, detail } };
+}

@@ -46,6 +46,13 @@ export interface FileSystem {
    */
   rm(path: string, opts?: { recursive?: boolean }): Promise<void>;
   rename(from: string, to: string): Promise<void>;
+  /**
+   * Optional. The target of the symlink at `path`, or `null` when `path` is not a symlink or
+   * nothing is there (`ENOENT`, `ENOTDIR`); other failures throw. Synchronous, because
+   * `MemoryMounter.checkWrite` is: with it, checkWrite follows links as the kernel will; without
+   * it, checkWrite stays lexical and refuses any path under `memoryRoot` with a `..` segment.
+   */
+  readLinkSync?(path: string): string | null;
 }
 
 /** The `code` of a Node-style filesystem error, or undefined. */

@@ -1,8 +1,7 @@
-import { realpath } from 'node:fs/promises';
-import { posix } from 'node:path';
+import { readlinkSync } from 'node:fs';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
-import { debugLogger, MemoryWriteRefusedError, type Logger, type MemoryMounter } from '@memory-mounter/core';
+import { debugLogger, errorCode, MemoryWriteRefusedError, resolveKernelPath, type Logger, type MemoryMounter } from '@memory-mounter/core';
 
 export interface WithMemorySyncOptions {
   /** What relative tool paths are relative to (the tools' workdir). Default `process.cwd()`. */
@@ -14,9 +13,12 @@ export interface WithMemorySyncOptions {
   /** Where a failed sync is reported. Default: the `debug` logger. */
   logger?: Logger;
   /**
-   * Where a path really lands once symlinks on the way are followed, for the guard to check as
-   * well as the path as written. Default: the real disk's `realpath` of the deepest existing
-   * folder, plus the rest. Pass `false` when the tools do not write to the real disk.
+   * Where a path really lands on the disk the tools write, for the guard to check as well. The
+   * path as written always goes to `mounter.checkWrite`, which resolves it through the mounter's
+   * own FileSystem; this is a second resolution, for tools that write somewhere else. Default:
+   * the real disk's, resolved as the kernel does (`resolveKernelPath` over readlink(2)). Pass
+   * `false` when the tools write the mounter's FileSystem and not the real disk (memfs in tests):
+   * then `checkWrite`'s own resolution is the only one. A resolver that throws refuses the write.
    */
   realPath?: ((path: string) => Promise<string>) | false;
 }
@@ -43,11 +45,10 @@ export function withMemorySync<T extends BetaRunnableTool>(tools: readonly T[], 
       try {
         const target = name !== undefined && writeTools.has(name) ? targetPath(name, input) : undefined;
         if (target !== undefined) {
-          const written = posix.resolve(workdir, target);
+          // Joined, never normalised: `link/..` is the parent of the link's target, not workdir.
+          const written = target.startsWith('/') ? target : `${absolute(workdir)}/${target}`;
           refuseIfGuarded(mounter, name!, written);
-          // checkWrite is lexical; a link in the way (workdir/link -> a read-only store) would
-          // slip past it, so the place the write would really land is checked too.
-          if (realPath) refuseIfGuarded(mounter, name!, await realPath(written));
+          if (realPath) refuseIfGuarded(mounter, name!, await landing(realPath, name!, written));
         }
         return await tool.run(input, context);
       } finally {
@@ -69,20 +70,34 @@ function refuseIfGuarded(mounter: MemoryMounter, toolName: string, hostPath: str
   }
 }
 
-/** The real path of the deepest folder of `path` that exists, with the rest of `path` after it. */
-async function realPathOnDisk(path: string): Promise<string> {
-  const rest: string[] = [];
-  let existing = path;
-  for (;;) {
-    try {
-      return posix.join(await realpath(existing), ...rest);
-    } catch {
-      const parent = posix.dirname(existing);
-      if (parent === existing) return path;
-      rest.unshift(posix.basename(existing));
-      existing = parent;
-    }
+/** Where `path` lands by `realPath`; a resolver that fails refuses the write. */
+async function landing(realPath: (path: string) => Promise<string>, toolName: string, path: string): Promise<string> {
+  try {
+    return await realPath(path);
+  } catch (err) {
+    const why = errorCode(err) ?? (err instanceof Error ? err.message : String(err));
+    throw new ToolError(`${toolName}: refused: ${path} cannot be resolved (${why}), so where it lands is unknown`);
   }
+}
+
+/** The real disk's answer: every link on the way followed, as open(2) will. */
+async function realPathOnDisk(path: string): Promise<string> {
+  return resolveKernelPath(path, readLinkOnDisk);
+}
+
+function readLinkOnDisk(path: string): string | null {
+  try {
+    return readlinkSync(path);
+  } catch (err) {
+    const code = errorCode(err);
+    // Not a link, or nothing there.
+    if (code === 'EINVAL' || code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+function absolute(dir: string): string {
+  return dir.startsWith('/') ? dir : `${process.cwd()}/${dir}`;
 }
 
 function filePathOf(_toolName: string, input: unknown): string | undefined {

@@ -21,6 +21,7 @@ export type MountErrorCode =
   | 'invalid_resource'
   | 'mount_path_invalid'
   | 'duplicate_mount_path'
+  | 'duplicate_store_id'
   | 'mount_path_exists'
   | 'mount_path_unwritable'
   | 'download_failed'

@@ -99,6 +99,13 @@ export interface FileSystem {
    * decides before reading a byte.
    */
   openFile(path: string): Promise<OpenFile>;
+  /**
+   * Optional. The target of the symlink at `path`, or `null` when `path` is not a symlink or
+   * nothing is there (`ENOENT`, `ENOTDIR`); other failures throw. Synchronous, because
+   * `MemoryMounter.checkWrite` is: with it, checkWrite follows links as the kernel will; without
+   * it, checkWrite stays lexical and refuses any path under `memoryRoot` with a `..` segment.
+   */
+  readLinkSync?(path: string): string | null;
 }
 
 /**

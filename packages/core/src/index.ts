@@ -1,5 +1,6 @@
 export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
+export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
 export { debugLogger } from './logger.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem } from './file-system.js';

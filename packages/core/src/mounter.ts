@@ -3,7 +3,8 @@ import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from 
 import { errorCode, type FileSystem } from './file-system.js';
 import { storeLogger } from './logger.js';
 import { checkMemoryRoot, createStoreFolder, removeCreatedFolder, type CreatedFolder } from './mount-folders.js';
-import { isWithin } from './mount-path.js';
+import { isWithin, mountSegments } from './mount-path.js';
+import { resolveKernelPath, type ReadLink } from './kernel-path.js';
 import { NodeFileSystem } from './node-file-system.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
 import type { FinalizeReport, StoreSyncReport, SyncReport } from './reports.js';
@@ -218,11 +219,50 @@ export class MemoryMounter {
     await this.removeFolders(this.#created, report, true, this.#stores);
   }
 
-  /** Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7). */
+  /**
+   * Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7,
+   * 6.1). The path is judged where the kernel would take it: resolved component by component,
+   * symlinks followed, through the FileSystem's `readLinkSync`. A FileSystem without it gets a
+   * lexical check that refuses any `..` under `memoryRoot` instead. The error carries the path
+   * as given.
+   */
   checkWrite(hostPath: string): void {
-    const path = posix.resolve(hostPath);
-    const mount = this.mounts.find((m) => isWithin(m.path, path));
-    if (mount && path === posix.join(mount.path, MARKER_FILE)) {
+    const root = this.#options.memoryRoot;
+    // Relative paths are the process's, as for open(2); joined, not normalised: `..` is resolved below.
+    const given = hostPath.startsWith('/') ? hostPath : `${process.cwd()}/${hostPath}`;
+    const fs = this.#fs;
+    let path: string;
+    let realRoot: string;
+    if (fs.readLinkSync) {
+      const readLink: ReadLink = (p) => fs.readLinkSync!(p);
+      try {
+        path = resolveKernelPath(given, readLink);
+        // The root too: a link above it (macOS's /tmp, say) must not make its stores unrecognisable.
+        realRoot = resolveKernelPath(root, readLink);
+      } catch (err) {
+        // A loop (ELOOP) or an unreadable folder on the way: the kernel would not write there
+        // either, and nothing says where it would land, so the guard fails closed.
+        throw new MemoryWriteRefusedError(
+          hostPath,
+          'outside_store',
+          `${hostPath} cannot be resolved (${errorCode(err) ?? (err instanceof Error ? err.message : String(err))}), so where it lands is unknown`,
+        );
+      }
+    } else {
+      if (dotDotUnder(root, given)) {
+        throw new MemoryWriteRefusedError(
+          hostPath,
+          'outside_store',
+          `${hostPath} has a '..' segment under the memory root ${root}; this FileSystem has no readLinkSync to resolve it, so it is refused`,
+        );
+      }
+      path = posix.resolve(given);
+      realRoot = root;
+    }
+    // Each store's folder, as it lies under the resolved root.
+    const folderOf = (m: MountedStore) => posix.join(realRoot, ...mountSegments(m.mountPath));
+    const mount = this.mounts.find((m) => isWithin(folderOf(m), path));
+    if (mount && path === posix.join(folderOf(mount), MARKER_FILE)) {
       // Not a memory: it binds the folder to its store, and a rewritten one makes the folder
       // untrusted for the rest of the session.
       throw new MemoryWriteRefusedError(hostPath, 'outside_store', `${hostPath} is the store marker of ${mount.mountPath}, not a memory`);
@@ -230,11 +270,11 @@ export class MemoryMounter {
     if (mount?.access === 'read_only') {
       throw new MemoryWriteRefusedError(hostPath, 'read_only', `${hostPath} is in the read-only memory store mounted at ${mount.mountPath}`);
     }
-    if (!mount && isWithin(this.#options.memoryRoot, path)) {
+    if (!mount && isWithin(realRoot, path)) {
       throw new MemoryWriteRefusedError(
         hostPath,
         'outside_store',
-        `${hostPath} is under the memory root ${this.#options.memoryRoot} but in no memory store; only store folders may be written there`,
+        `${hostPath} is under the memory root ${root} but in no memory store; only store folders may be written there`,
       );
     }
   }
@@ -301,6 +341,23 @@ export class MemoryMounter {
  * SPEC 4.5 removes the folders even when the flush could not push everything; say loudly which
  * local changes go with them, so an operator can tell a lost edit from a quiet session.
  */
+/**
+ * `path` (absolute, not normalised) has a `..` segment and passes through `memoryRoot` or below
+ * it on the way, lexically: without link information such a `..` cannot be trusted.
+ */
+function dotDotUnder(memoryRoot: string, path: string): boolean {
+  const segments = path.split('/');
+  if (!segments.includes('..')) return false;
+  const at: string[] = [];
+  for (const segment of segments) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') at.pop();
+    else at.push(segment);
+    if (isWithin(memoryRoot, `/${at.join('/')}`)) return true;
+  }
+  return false;
+}
+
 function warnUnpushed(logger: ResolvedOptions['logger'], flush: SyncReport): void {
   for (const s of flush.stores) {
     if (s.access !== 'read_write') continue;

@@ -172,6 +172,20 @@ export class NodeFileSystem implements FileSystem {
   async rename(from: string, to: string): Promise<void> {
     await fse.rename(from, to);
   }
+
+  /**
+   * One readlink(2), so no swap can slip between a check and the read: `EINVAL` (not a link),
+   * `ENOENT` and `ENOTDIR` (nothing there) are `null`. fs-extra's sync calls are node:fs's own.
+   */
+  readLinkSync(path: string): string | null {
+    try {
+      return fse.readlinkSync(path);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'EINVAL' || code === 'ENOENT' || code === 'ENOTDIR') return null;
+      throw err;
+    }
+  }
 }
 
 /** Reads from the start of the file until its end or `maxBytes`, whichever comes first. */

@@ -5,8 +5,8 @@ import type { Access, MemoryStoreResource, MountedStore } from './types.js';
 
 /**
  * Session resources -> the stores to mount, checked before anything is created (SPEC 4.1):
- * only `memory_store` resources count, at most 8, each with a valid mount path that no other
- * store's path equals (ignoring case) or nests with.
+ * only `memory_store` resources count, at most 8, each store id once (SPEC 6.1), each with a
+ * valid mount path that no other store's path equals (ignoring case) or nests with.
  */
 export function resolveMounts(resources: readonly { type: string }[], memoryRoot: string): MountedStore[] {
   if (!Array.isArray(resources)) {
@@ -25,6 +25,15 @@ export function resolveMounts(resources: readonly { type: string }[], memoryRoot
   for (let i = 0; i < mounts.length; i++) {
     for (let j = 0; j < i; j++) {
       const [a, b] = [mounts[j]!, mounts[i]!];
+      // One store in two folders: each folder's trust (its marker names the store) would be
+      // judged against the other's, and finalize would remove one by the other's verdict.
+      if (a.memoryStoreId === b.memoryStoreId) {
+        throw new MemoryMountError(
+          'duplicate_store_id',
+          `store ${a.memoryStoreId} is attached twice, at ${a.mountPath} and at ${b.mountPath}; a store can be mounted once per session`,
+          { memoryStoreId: b.memoryStoreId, path: b.mountPath },
+        );
+      }
       if (mountPathsClash(a.mountPath, b.mountPath)) {
         throw new MemoryMountError(
           'duplicate_mount_path',

@@ -1,6 +1,9 @@
+import { symlink } from 'node:fs/promises';
+import { posix } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { MemoryWriteRefusedError, type MemoryMounter, type MemoryStoreResource } from '@memory-mounter/core';
-import { DISKS, useHarness } from './harness.js';
+import { MARKER_FILE, MemoryWriteRefusedError, type FileSystem, type MemoryMounter, type MemoryStoreResource } from '@memory-mounter/core';
+import { MemfsFileSystem } from '@memory-mounter/testing';
+import { DISKS, useHarness, type Harness } from './harness.js';
 
 /** SPEC 4.7: the guard write/edit tools call before writing a host path. */
 
@@ -12,6 +15,27 @@ function refusal(m: MemoryMounter, path: string): MemoryWriteRefusedError | null
     if (err instanceof MemoryWriteRefusedError) return err;
     throw err;
   }
+}
+
+/** Plants a symlink on the harness's disk, memfs or real. */
+async function plantLink(h: Harness, target: string, path: string): Promise<void> {
+  if (h.fs instanceof MemfsFileSystem) h.fs.vol.symlinkSync(target, path);
+  else await symlink(target, path);
+}
+
+/** The harness's FileSystem without the optional readLinkSync, as a host's own might be. */
+function withoutReadLink(fs: FileSystem): FileSystem {
+  return {
+    lstat: (p) => fs.lstat(p),
+    readdir: (p) => fs.readdir(p),
+    readFile: (p) => fs.readFile(p),
+    writeFile: (p, d, o) => fs.writeFile(p, d, o),
+    mkdir: (p, o) => fs.mkdir(p, o),
+    rm: (p, o) => fs.rm(p, o),
+    rename: (a, b) => fs.rename(a, b),
+    openDir: (p) => fs.openDir(p),
+    openFile: (p) => fs.openFile(p),
+  };
 }
 
 describe.each(DISKS)('checkWrite on %s', (disk) => {
@@ -113,6 +137,102 @@ describe.each(DISKS)('checkWrite on %s', (disk) => {
 
     const outside = `${root}/scratch/x.md`;
     expect(() => m.checkWrite(outside)).toThrow(expect.objectContaining({ path: outside, reason: 'outside_store' }));
+  });
+
+  describe('links are followed as the kernel will (SPEC 6.1)', () => {
+    // The agent owns the read-write folder: it can plant links there, and `link/..` is then the
+    // parent of the link's TARGET, not the folder holding the link.
+    beforeEach(async () => {
+      await h.fs.mkdir(`${ro}/sub`);
+      await h.fs.mkdir(`${root}/scratch/dir`, { recursive: true });
+      await h.fs.mkdir(`${rw}/d/e`, { recursive: true });
+    });
+
+    it('<rw>/link/../x, link -> a folder in a read-only store, is read_only; the error carries the path as given', async () => {
+      await plantLink(h, `${ro}/sub`, `${rw}/link`);
+      const given = `${rw}/link/../x.md`;
+      const err = refusal(m, given);
+      expect(err).toMatchObject({ path: given, reason: 'read_only' });
+      expect(err?.message).toBe(`${given} is in the read-only memory store mounted at /mnt/memory/docs`);
+      // A relative link reaches the same place.
+      await plantLink(h, '../docs/sub', `${rw}/rel`);
+      expect(refusal(m, `${rw}/rel/../x.md`)?.reason).toBe('read_only');
+      // And the link itself, followed as the last component, is the read-only folder.
+      expect(refusal(m, `${rw}/link/new.md`)?.reason).toBe('read_only');
+    });
+
+    it("<rw>/d/link/../<marker> reaches a store's marker and is refused", async () => {
+      await plantLink(h, `${ro}/sub`, `${rw}/d/to-ro`);
+      await plantLink(h, `${rw}/d`, `${rw}/d/e/to-rw`);
+      const viaRo = `${rw}/d/to-ro/../${MARKER_FILE}`;
+      expect(refusal(m, viaRo)).toMatchObject({ path: viaRo, reason: 'outside_store', message: expect.stringContaining('store marker of /mnt/memory/docs') });
+      const viaRw = `${rw}/d/e/to-rw/../${MARKER_FILE}`;
+      expect(refusal(m, viaRw)).toMatchObject({ path: viaRw, reason: 'outside_store', message: expect.stringContaining('store marker of /mnt/memory/notes') });
+    });
+
+    it('<rw>/link/../x, link -> a folder under memoryRoot in no store, is outside_store', async () => {
+      await plantLink(h, `${root}/scratch/dir`, `${rw}/link`);
+      expect(refusal(m, `${rw}/link/../x.md`)).toMatchObject({ path: `${rw}/link/../x.md`, reason: 'outside_store' });
+      expect(refusal(m, `${rw}/link/x.md`)?.reason).toBe('outside_store');
+    });
+
+    it('a path that lands outside memoryRoot passes, even when written through a read-only store', async () => {
+      const outside = posix.join(posix.dirname(root), 'elsewhere');
+      await h.fs.mkdir(outside);
+      await plantLink(h, outside, `${ro}/out`);
+      expect(() => m.checkWrite(`${ro}/out/x.md`)).not.toThrow();
+    });
+
+    it('a link above memoryRoot does not hide the stores: judged on the resolved root', async () => {
+      const parent = posix.dirname(root);
+      await plantLink(h, parent, `${parent}/alias`);
+      const aliased = `${parent}/alias/${posix.basename(root)}`;
+      expect(refusal(m, `${aliased}/docs/x.md`)?.reason).toBe('read_only');
+      expect(refusal(m, `${aliased}/scratch.md`)?.reason).toBe('outside_store');
+      expect(() => m.checkWrite(`${aliased}/notes/x.md`)).not.toThrow();
+
+      // memoryRoot given through the link; the stores written by their real spelling.
+      const viaAlias = h.mounter({ memoryRoot: aliased });
+      await viaAlias.materialize([{ type: 'memory_store', memory_store_id: 'memstore_docs', name: 'Docs2', access: 'read_only' }]);
+      expect(refusal(viaAlias, `${root}/docs2/x.md`)?.reason).toBe('read_only');
+      expect(refusal(viaAlias, `${root}/notes/x.md`)?.reason).toBe('outside_store');
+    });
+
+    it('a loop of links is refused (ELOOP), naming the path as given', async () => {
+      await plantLink(h, `${rw}/loop`, `${rw}/loop`);
+      const err = refusal(m, `${rw}/loop/x.md`);
+      expect(err).toMatchObject({ path: `${rw}/loop/x.md`, reason: 'outside_store' });
+      expect(err?.message).toMatch(/cannot be resolved \(ELOOP\)/);
+    });
+  });
+
+  describe('a FileSystem without readLinkSync: lexical, and no `..` under memoryRoot', () => {
+    let lexical: MemoryMounter;
+    beforeEach(async () => {
+      lexical = h.mounter({ fileSystem: withoutReadLink(h.fs) });
+      h.client.seed('memstore_style', {});
+      await lexical.materialize([
+        { type: 'memory_store', memory_store_id: 'memstore_own', name: 'Own' },
+        { type: 'memory_store', memory_store_id: 'memstore_style', name: 'Style', access: 'read_only' },
+      ]);
+    });
+
+    it('refuses every `..` under memoryRoot, whatever it leads to, and judges the rest lexically as before', () => {
+      for (const given of [
+        `${root}/own/sub/../a.md`, // inside a read-write store
+        `${root}/own/..`, // back to memoryRoot
+        `${posix.dirname(root)}/x/../${posix.basename(root)}/own/a.md`, // from outside into memoryRoot
+        `${root}/own/../../elsewhere.md`, // leaving memoryRoot
+      ]) {
+        const err = refusal(lexical, given);
+        expect(err).toMatchObject({ path: given, reason: 'outside_store' });
+        expect(err?.message).toContain("has a '..' segment under the memory root");
+      }
+      expect(() => lexical.checkWrite(`${root}/own/./a.md`)).not.toThrow();
+      expect(() => lexical.checkWrite('/tmp/x/../y.md')).not.toThrow();
+      expect(refusal(lexical, `${root}/style//x.md`)?.reason).toBe('read_only');
+      expect(refusal(lexical, `${root}/own/${MARKER_FILE}`)?.reason).toBe('outside_store');
+    });
   });
 
   it('does not touch the disk', async () => {

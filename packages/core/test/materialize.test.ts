@@ -89,6 +89,29 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     expect(await h.fs.readdir(h.memoryRoot)).toEqual([]);
   });
 
+  it.each([
+    ['read-write and read-only, at two paths', { mount_path: '/mnt/memory/rw' }, { mount_path: '/mnt/memory/ro', access: 'read_only' }],
+    ['twice the same, at two paths', { mount_path: '/mnt/memory/one' }, { mount_path: '/mnt/memory/two' }],
+    ['at the same path', {}, {}],
+  ])('one memory_store_id attached twice (%s) is duplicate_store_id, and nothing is created', async (_label, first, second) => {
+    h.client.seed('memstore_twice', { '/a.md': 'a' });
+    const m = h.mounter();
+    const err = await mountError(
+      m.materialize([store('memstore_other'), store('memstore_twice', first), store('memstore_twice', second)]),
+    );
+    expect(err.code).toBe('duplicate_store_id');
+    expect(err.memoryStoreId).toBe('memstore_twice');
+    const firstPath = (first as { mount_path?: string }).mount_path ?? '/mnt/memory/memstore-twice';
+    const secondPath = (second as { mount_path?: string }).mount_path ?? '/mnt/memory/memstore-twice';
+    expect(err.path).toBe(secondPath);
+    expect(err.message).toBe(
+      `store memstore_twice is attached twice, at ${firstPath} and at ${secondPath}; a store can be mounted once per session`,
+    );
+    expect(await h.fs.readdir(h.memoryRoot)).toEqual([]);
+    expect(h.client.requests).toEqual([]);
+    expect(m.mounts).toEqual([]);
+  });
+
   it('anything already at a mount path is mount_path_exists, and it is left untouched', async () => {
     await h.write(`${h.memoryRoot}/notes/keep.md`, 'someone else');
     const err = await mountError(h.mounter().materialize([notesResource()]));

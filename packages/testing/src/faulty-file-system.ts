@@ -14,7 +14,18 @@ type Op = keyof FileSystem;
 export class FaultyFileSystem implements FileSystem {
   readonly #faults: { op: Op; path: string; code: string }[] = [];
 
-  constructor(readonly inner: FileSystem) {}
+  /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
+  readonly readLinkSync?: (path: string) => string | null;
+
+  constructor(readonly inner: FileSystem) {
+    const readLink = inner.readLinkSync?.bind(inner);
+    if (readLink) {
+      this.readLinkSync = (path) => {
+        this.#inject('readLinkSync', path);
+        return readLink(path);
+      };
+    }
+  }
 
   /** The next `times` calls of `op` on exactly `path` (for `rename`, its source) fail with `code`. */
   fail(op: Op, path: string, code: string, times = 1): void {

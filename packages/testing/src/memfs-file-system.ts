@@ -145,6 +145,11 @@ export class MemfsFileSystem implements FileSystem {
     };
   }
 
+  readLinkSync(path: string): string | null {
+    this.#injectFault('readLinkSync', path);
+    return this.#lstat(path)?.type === 'symlink' ? String(this.vol.readlinkSync(path)) : null;
+  }
+
   #injectFault(op: FileSystemOp, path: string): void {
     const code = this.#faults.get(op)?.shift();
     if (code !== undefined) throw fsError(code, op, path, 'injected fault');

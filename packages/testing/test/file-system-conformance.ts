@@ -295,5 +295,30 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
         expect(await read('full/keep')).toBe('keep');
       });
     });
+
+    // Optional in the interface; both implementations here have it.
+    describe('readLinkSync', () => {
+      it("gives a link's target as written, absolute or relative, dangling too, without following it", async () => {
+        const readLink = fs.readLinkSync!.bind(fs);
+        await fs.mkdir(at('d'));
+        await h.makeSymlink(at('d'), at('abs'));
+        await h.makeSymlink('../d/x', at('d/rel'));
+        await h.makeSymlink(at('nowhere'), at('dangling'));
+        expect(readLink(at('abs'))).toBe(at('d'));
+        expect(readLink(at('d/rel'))).toBe('../d/x');
+        expect(readLink(at('dangling'))).toBe(at('nowhere'));
+      });
+
+      it('is null for a file, a directory, nothing there, or a path under a file', async () => {
+        const readLink = fs.readLinkSync!.bind(fs);
+        await fs.writeFile(at('f'), bytes('x'));
+        await fs.mkdir(at('d'));
+        expect(readLink(at('f'))).toBeNull();
+        expect(readLink(at('d'))).toBeNull();
+        expect(readLink(at('absent'))).toBeNull();
+        expect(readLink(at('absent/deeper'))).toBeNull();
+        expect(readLink(at('f/child'))).toBeNull();
+      });
+    });
   });
 }

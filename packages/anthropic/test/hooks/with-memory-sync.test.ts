@@ -1,6 +1,6 @@
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { withMemorySync } from '@memory-mounter/anthropic';
 import { MemoryMounter } from '@memory-mounter/core';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
@@ -89,9 +89,119 @@ describe('withMemorySync', () => {
     await expect(tool!.run({ file_path: '/mnt/elsewhere.txt', content: 'x' })).resolves.toBe('ok');
   });
 
+  describe('the target is resolved as the kernel will, through the mounter\'s FileSystem', () => {
+    // The agent owns notes/: a link planted there makes `link/..` the parent of its target.
+    beforeEach(async () => {
+      await fs.mkdir(`${ROOT}/style/sub`);
+      await fs.mkdir(`${ROOT}/scratch/dir`, { recursive: true });
+      fs.vol.symlinkSync(`${ROOT}/style/sub`, `${ROOT}/notes/to-ro`);
+      fs.vol.symlinkSync(`${ROOT}/scratch/dir`, `${ROOT}/notes/to-scratch`);
+      // One level down, so that the path as written is not a marker itself.
+      await fs.mkdir(`${ROOT}/notes/d`);
+      fs.vol.symlinkSync('../../style/sub', `${ROOT}/notes/d/to-ro`);
+    });
+
+    it.each([
+      ['into a read-only store', 'to-ro/../x.md', /refused: .*to-ro\/\.\.\/x\.md is in the read-only memory store mounted at \/mnt\/memory\/style/],
+      ["into a store's marker", 'd/to-ro/../.anthropic-memory-store', /refused: .* is the store marker of \/mnt\/memory\/style/],
+      ['outside every store', 'to-scratch/../x.md', /refused: .* is under the memory root \/mnt\/memory but in no memory store/],
+    ])('refuses link/.. %s, absolute or relative to workdir, with realPath false', async (_label, target, message) => {
+      const [tool] = withMemorySync([writeTool(fs, calls)], mounter, { workdir: `${ROOT}/notes`, realPath: false });
+      for (const file_path of [target, `${ROOT}/notes/${target}`]) {
+        const result = tool!.run({ file_path, content: 'defaced' });
+        await expect(result).rejects.toBeInstanceOf(ToolError);
+        await expect(result).rejects.toThrow(message);
+      }
+      expect(calls).toEqual([]);
+      expect(new TextDecoder().decode(await fs.readFile(`${ROOT}/style/style.md`))).toBe('house style');
+      expect(await fs.lstat(`${ROOT}/style/x.md`)).toBeNull();
+    });
+
+    it('a realPath function is still applied, and one that throws refuses the write', async () => {
+      const mapped = withMemorySync([writeTool(fs, calls)], mounter, { realPath: async () => `${ROOT}/style/style.md` })[0]!;
+      await expect(mapped.run({ file_path: `${ROOT}/notes/b.md`, content: 'b' })).rejects.toThrow(/refused: .*read-only/);
+      const failing = withMemorySync([writeTool(fs, calls)], mounter, {
+        realPath: async () => {
+          throw Object.assign(new Error('too many links'), { code: 'ELOOP' });
+        },
+      })[0]!;
+      const result = failing.run({ file_path: `${ROOT}/notes/b.md`, content: 'b' });
+      await expect(result).rejects.toBeInstanceOf(ToolError);
+      await expect(result).rejects.toThrow(`write: refused: ${ROOT}/notes/b.md cannot be resolved (ELOOP)`);
+      expect(calls).toEqual([]);
+    });
+  });
+
   it('a null mounter leaves the tools as they are', () => {
     const tools = [writeTool(fs, calls)];
     expect(withMemorySync(tools, null)).toEqual(tools);
+  });
+});
+
+describe('withMemorySync on a real disk: link/.. lands where the kernel takes it', () => {
+  let base: string;
+  let memoryRoot: string;
+  let mounter: MemoryMounter;
+  beforeEach(async () => {
+    const { mkdtemp, mkdir, realpath, symlink } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { NodeFileSystem } = await import('@memory-mounter/core');
+    base = await realpath(await mkdtemp(`${tmpdir()}/mm-guard-`));
+    memoryRoot = `${base}/memory`;
+    await mkdir(memoryRoot);
+    const client = new InMemoryStoreClient();
+    client.seed('memstore_rw', { '/a.md': 'a' });
+    client.seed('memstore_ro', { '/style.md': 'house style' });
+    mounter = new MemoryMounter({ storeClient: client, fileSystem: new NodeFileSystem(), memoryRoot });
+    await mounter.materialize([
+      { type: 'memory_store', memory_store_id: 'memstore_rw', name: 'notes' },
+      { type: 'memory_store', memory_store_id: 'memstore_ro', name: 'style', access: 'read_only' },
+    ]);
+    await mkdir(`${memoryRoot}/style/sub`);
+    await mkdir(`${memoryRoot}/scratch/dir`, { recursive: true });
+    await symlink(`${memoryRoot}/style/sub`, `${memoryRoot}/notes/to-ro`);
+    await symlink('../scratch/dir', `${memoryRoot}/notes/to-scratch`);
+    // One level down, so that the path as written is not a marker itself.
+    await mkdir(`${memoryRoot}/notes/d`);
+    await symlink(`${memoryRoot}/style/sub`, `${memoryRoot}/notes/d/to-ro`);
+  });
+  afterEach(async () => {
+    await mounter.finalize();
+    const { rm } = await import('node:fs/promises');
+    await rm(base, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['into a read-only store', 'to-ro/../x.md', 'style/x.md'],
+    ["into a store's marker", 'd/to-ro/../.anthropic-memory-store', 'style/.anthropic-memory-store'],
+    ['outside every store', 'to-scratch/../x.md', 'scratch/x.md'],
+  ])('refuses link/.. %s, with the default realPath and with false; nothing is written', async (_label, file, landing) => {
+    const { readFile, writeFile } = await import('node:fs/promises');
+    const workdir = `${memoryRoot}/notes`;
+    const before = await readFile(`${memoryRoot}/${landing}`, 'utf8').catch(() => null);
+    const writes: string[] = [];
+    const save = {
+      name: 'save',
+      input_schema: { type: 'object' },
+      parse: (x: unknown) => x,
+      run: async ({ file }: { file: string }) => {
+        writes.push(file);
+        // As a tool writes: the path handed to the kernel, not normalised first.
+        await writeFile(`${workdir}/${file}`, 'defaced');
+        return 'saved';
+      },
+    } as unknown as BetaRunnableTool;
+    for (const realPath of [undefined, false as const]) {
+      const [tool] = withMemorySync([save], mounter, {
+        workdir,
+        writeTools: ['save'],
+        targetPath: (_name, input) => (input as { file: string }).file,
+        ...(realPath === undefined ? {} : { realPath }),
+      });
+      await expect(tool!.run({ file })).rejects.toBeInstanceOf(ToolError);
+    }
+    expect(writes).toEqual([]);
+    expect(await readFile(`${memoryRoot}/${landing}`, 'utf8').catch(() => null)).toBe(before);
   });
 });
 

@@ -59,7 +59,7 @@ export class NodeFileSystem implements FileSystem {
     this.#readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
     // O_EXCL: the temp name is fresh, so anything already there is someone else's and not ours.
     this.#createTempFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
-    this.#dirFlags = O_RDONLY | O_NOFOLLOW | (constants.O_DIRECTORY ?? 0);
+    this.#dirFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_DIRECTORY ?? 0);
     this.#pinned = opts.pinDirectories ?? canNameDescriptors(this.#dirFlags);
   }
 
@@ -88,8 +88,12 @@ export class NodeFileSystem implements FileSystem {
 
   async openDir(path: string): Promise<DirHandle> {
     if (!this.#pinned) return unpinnedDirHandle(this, path);
-    // O_NOFOLLOW|O_DIRECTORY: a link at `path` is ELOOP, anything but a folder ENOTDIR.
-    const handle = await openPath(path, this.#dirFlags);
+    // O_NOFOLLOW|O_DIRECTORY refuses a link and anything but a folder, both as ENOTDIR on Linux;
+    // the lstat after the refusal only names which it was (ELOOP for a link).
+    const handle = await openPath(path, this.#dirFlags).catch(async (err: unknown) => {
+      if (errorCode(err) === 'ENOTDIR' && (await this.lstat(path))?.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
+      throw err;
+    });
     try {
       const stat = await handle.stat();
       return {

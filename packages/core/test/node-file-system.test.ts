@@ -10,16 +10,20 @@ import { fileSystemConformance } from '../../testing/test/file-system-conformanc
 const bytes = (text: string) => new TextEncoder().encode(text);
 const isRoot = process.getuid?.() === 0;
 
-fileSystemConformance('NodeFileSystem', async () => {
-  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'mm-nodefs-'));
-  return {
-    fs: new NodeFileSystem(),
-    root,
-    cleanup: () => fs.rm(root, { recursive: true, force: true }),
-    makeSymlink: (target, linkPath) => fs.symlink(target, linkPath),
-    modeOf: async (p) => (await fs.lstat(p)).mode & 0o777,
-  };
-});
+// Pinned folder handles (Linux, /proc mounted), and the unpinned fallback other platforms get.
+for (const pinDirectories of [true, false]) {
+  fileSystemConformance(`NodeFileSystem (${pinDirectories ? 'pinned' : 'unpinned'} handles)`, async () => {
+    const root = await fs.mkdtemp(path.join(os.tmpdir(), 'mm-nodefs-'));
+    return {
+      fs: new NodeFileSystem(fsConstants, { pinDirectories }),
+      root,
+      cleanup: () => fs.rm(root, { recursive: true, force: true }),
+      makeSymlink: (target, linkPath) => fs.symlink(target, linkPath),
+      makeHardLink: (existing, linkPath) => fs.link(existing, linkPath),
+      modeOf: async (p) => (await fs.lstat(p)).mode & 0o777,
+    };
+  });
+}
 
 describe('NodeFileSystem on the real disk', () => {
   const nodeFs = new NodeFileSystem();

@@ -7,6 +7,8 @@ export interface FileSystemHarness {
   root: string;
   cleanup(): Promise<void>;
   makeSymlink(target: string, path: string): Promise<void>;
+  /** link(2), where the filesystem under test has hard links. */
+  makeHardLink?(existing: string, path: string): Promise<void>;
   /** Permission bits of the entry at `path` (not following links). */
   modeOf(path: string): Promise<number>;
 }
@@ -293,6 +295,91 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
         // POSIX allows EEXIST here too; Linux and macOS say ENOTEMPTY.
         await expect(fs.rename(at('d'), at('full'))).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTEMPTY|EEXIST)$/) });
         expect(await read('full/keep')).toBe('keep');
+      });
+    });
+
+    describe('openDir', () => {
+      it('opens a folder; its children are reached through the handle and its identity is the folder\'s', async () => {
+        await fs.mkdir(at('d'));
+        await fs.writeFile(at('d/f'), bytes('inside'));
+        const handle = await fs.openDir(at('d'));
+        try {
+          const stat = await fs.lstat(at('d'));
+          expect({ dev: handle.dev, ino: handle.ino }).toEqual({ dev: stat!.dev, ino: stat!.ino });
+          expect(text(await fs.readFile(`${handle.path}/f`))).toBe('inside');
+        } finally {
+          await handle.close();
+        }
+      });
+
+      it('refuses a link to a folder (ELOOP), a file (ENOTDIR) and nothing (ENOENT)', async () => {
+        await fs.mkdir(at('d'));
+        await fs.writeFile(at('f'), bytes('x'));
+        await h.makeSymlink(at('d'), at('link'));
+        await expect(fs.openDir(at('link'))).rejects.toMatchObject({ code: 'ELOOP' });
+        await expect(fs.openDir(at('f'))).rejects.toMatchObject({ code: 'ENOTDIR' });
+        await expect(fs.openDir(at('absent'))).rejects.toMatchObject({ code: 'ENOENT' });
+      });
+
+      it('a pinned handle keeps reaching the opened folder after its name is swapped for a link', async () => {
+        await fs.mkdir(at('d'));
+        await fs.mkdir(at('elsewhere'));
+        const handle = await fs.openDir(at('d'));
+        try {
+          await fs.rename(at('d'), at('moved'));
+          await h.makeSymlink(at('elsewhere'), at('d'));
+          await fs.writeFile(`${handle.path}/written`, bytes('w'));
+          if (handle.pinned) {
+            expect(await names('moved')).toEqual(['written']);
+            expect(await names('elsewhere')).toEqual([]);
+          } else {
+            // Unpinned: the path is the name, and the caller must verify the identity, which changed.
+            const now = await fs.lstat(handle.path);
+            expect(now?.ino === handle.ino && now?.dev === handle.dev).toBe(false);
+          }
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+
+    describe('openFile', () => {
+      it('gives the opened file\'s stat, then reads at most the bytes asked for', async () => {
+        await fs.writeFile(at('f'), bytes('0123456789'));
+        const file = await fs.openFile(at('f'));
+        try {
+          expect(file.stat).toMatchObject({ type: 'file', size: 10, nlink: 1 });
+          expect(text(await file.read(4))).toBe('0123');
+          expect(text(await file.read(100))).toBe('0123456789');
+        } finally {
+          await file.close();
+        }
+      });
+
+      it('refuses a link (ELOOP) and nothing there (ENOENT); a folder is opened or refused, never read as a file', async () => {
+        await fs.writeFile(at('f'), bytes('x'));
+        await fs.mkdir(at('d'));
+        await h.makeSymlink(at('f'), at('link'));
+        await expect(fs.openFile(at('link'))).rejects.toMatchObject({ code: 'ELOOP' });
+        await expect(fs.openFile(at('absent'))).rejects.toMatchObject({ code: 'ENOENT' });
+        const dir = await fs.openFile(at('d')).catch((err: NodeJS.ErrnoException) => err.code);
+        if (typeof dir === 'string') expect(dir).toBe('EISDIR');
+        else {
+          expect(dir.stat.type).toBe('directory');
+          await dir.close();
+        }
+      });
+
+      it('counts hard links', async () => {
+        await fs.writeFile(at('f'), bytes('x'));
+        if (!h.makeHardLink) return;
+        await h.makeHardLink(at('f'), at('g'));
+        const file = await fs.openFile(at('g'));
+        try {
+          expect(file.stat.nlink).toBe(2);
+        } finally {
+          await file.close();
+        }
       });
     });
 

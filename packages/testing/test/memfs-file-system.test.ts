@@ -10,6 +10,7 @@ fileSystemConformance('MemfsFileSystem', async () => {
     root: '/mnt/memory',
     cleanup: async () => {},
     makeSymlink: async (target, path) => memfs.vol.symlinkSync(target, path),
+    makeHardLink: async (existing, path) => memfs.vol.linkSync(existing, path),
     modeOf: async (path) => Number(memfs.vol.lstatSync(path).mode) & 0o777,
   };
 });

@@ -5,7 +5,15 @@ export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, L
 export type { EntryType, FileStat, DirEntry, FileSystem } from './file-system.js';
 export { errorCode, fsError } from './file-system.js';
 export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
-export type { StoreMemory, StoreClient } from './store-client.js';
+export type {
+  StoreMemory,
+  StoreClient,
+  StoreMemoryVersion,
+  StoreMemoryVersionOperation,
+  StoreListVersionsOptions,
+  StoreListFolderOptions,
+  StoreFolderEntry,
+} from './store-client.js';
 export {
   MemoryConfigError,
   MemoryMountError,

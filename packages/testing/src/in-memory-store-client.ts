@@ -226,7 +226,7 @@ export class InMemoryStoreClient implements StoreClient {
       if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
         throw storeError('rejected', `path_prefix must start and end with /, not ${JSON.stringify(pathPrefix)}`);
       }
-      const entries = listEntries(sortedByPath(this.#store(storeId)), { ...(pathPrefix !== undefined && { pathPrefix }), depth: 1 });
+      const entries = listEntries([...this.#store(storeId).values()], { ...(pathPrefix !== undefined && { pathPrefix }), depth: 1 });
       const page = pageAfter(entries, cursor, pageSize);
       for (const entry of page.entries) {
         yield entry.kind === 'memory'

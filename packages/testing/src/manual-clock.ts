@@ -26,9 +26,4 @@ export class ManualClock {
   advance(ms: number): void {
     this.#ms += ms;
   }
-
-  /** The current time as the fakes write it in `created_at` (RFC 3339, ms, `Z`). */
-  iso(): string {
-    return new Date(this.#ms).toISOString();
-  }
 }

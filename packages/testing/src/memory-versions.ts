@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '@memory-mounter/core';
+import { decodePageCursor, encodePageCursor } from './page-cursor.js';
 
 /**
  * The memory-version history both fakes keep (`MemoryApiServer` behind `memory_versions`,
@@ -227,18 +228,12 @@ function olderThan(entry: Entry, cursor: { at: Instant; seq: number }): boolean 
   return entry.at < cursor.at || (entry.at === cursor.at && entry.seq < cursor.seq);
 }
 
-// Opaque to clients, like the service's `page_...` values.
-const CURSOR_PREFIX = 'page_';
-
 function encodeCursor(entry: Entry): string {
-  return CURSOR_PREFIX + Buffer.from(`v1:${entry.at}:${entry.seq}`, 'utf8').toString('base64url');
+  return encodePageCursor(`v1:${entry.at}:${entry.seq}`);
 }
 
 function decodeCursor(cursor: string): { at: Instant; seq: number } {
-  const text = cursor.startsWith(CURSOR_PREFIX)
-    ? Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')
-    : '';
-  const match = /^v1:(-?\d+):(\d+)$/.exec(text);
+  const match = /^v1:(-?\d+):(\d+)$/.exec(decodePageCursor(cursor) ?? '');
   if (!match) throw new VersionQueryError(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
   return { at: BigInt(match[1]!), seq: Number(match[2]) };
 }

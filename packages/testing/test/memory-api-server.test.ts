@@ -45,12 +45,16 @@ const versions = (store = STORE) => `/v1/memory_stores/${store}/memory_versions`
 const version = (id: string, store = STORE) => `${versions(store)}/${encodeURIComponent(id)}`;
 const memory = (id: string, store = STORE) => `${memories(store)}/${encodeURIComponent(id)}`;
 
-async function listAll(query: Record<string, string | number>): Promise<{ items: any[]; pages: number }> {
+/** Every page of a listing (`memories()` or `versions()`), following `next_page`. */
+async function listAll(
+  query: Record<string, string | number>,
+  path = memories(),
+): Promise<{ items: any[]; pages: number }> {
   const items: any[] = [];
   let pages = 0;
   let page: string | null = null;
   do {
-    const res = await call('GET', memories(), { query: { ...query, ...(page && { page }) } });
+    const res = await call('GET', path, { query: { ...query, ...(page && { page }) } });
     expect(res.status).toBe(200);
     items.push(...res.json.data);
     page = res.json.next_page;
@@ -342,19 +346,7 @@ describe('memory versions', () => {
     await server.start();
   });
 
-  async function allVersions(query: Record<string, string | number> = {}): Promise<{ items: any[]; pages: number }> {
-    const items: any[] = [];
-    let pages = 0;
-    let page: string | null = null;
-    do {
-      const res = await call('GET', versions(), { query: { ...query, ...(page && { page }) } });
-      expect(res.status).toBe(200);
-      items.push(...res.json.data);
-      page = res.json.next_page;
-      pages++;
-    } while (page);
-    return { items, pages };
-  }
+  const allVersions = (query: Record<string, string | number> = {}) => listAll(query, versions());
 
   it('records each API write as a version in the wire shape, newest first, the memory pointing at its latest', async () => {
     const created = (await call('POST', memories(), { body: { path: '/a.md', content: 'one' } })).json;

@@ -51,8 +51,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function listMemories({ store, query }: RouteRequest): MemoryListPageWire {
   const view = viewParam(query, 'basic');
-  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
-  const limit = view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
+  const limit = pageLimit(query, view);
   const depth = intParam(query, 'depth', 0, Number.MAX_SAFE_INTEGER) ?? 0;
   const pathPrefix = query.get('path_prefix') ?? undefined;
   if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
@@ -106,8 +105,7 @@ const UNEMULATED_VERSION_FILTERS = ['api_key_id', 'session_id', 'service_account
 
 function listVersions({ store, query }: RouteRequest): MemoryVersionListPageWire {
   const view = viewParam(query, 'basic');
-  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
-  const limit = view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
+  const limit = pageLimit(query, view);
   for (const name of UNEMULATED_VERSION_FILTERS) {
     if (query.has(name)) throw invalidRequest(`the emulator does not filter versions by ${name}`);
   }
@@ -150,21 +148,13 @@ function versionQuery<T>(run: () => T): T {
   }
 }
 
+/** A VersionRecord holds the wire fields already; the store id and the view are added here. */
 function toVersionWire(store: MemoryStore, version: VersionRecord, view: MemoryView): MemoryVersionWire {
   return {
     type: 'memory_version',
-    id: version.id,
     memory_store_id: store.storeId,
-    memory_id: version.memory_id,
-    operation: version.operation,
-    path: version.path,
+    ...version,
     content: view === 'full' ? version.content : null,
-    content_sha256: version.content_sha256,
-    content_size_bytes: version.content_size_bytes,
-    created_at: version.created_at,
-    created_by: version.created_by,
-    redacted_at: version.redacted_at,
-    redacted_by: version.redacted_by,
   };
 }
 
@@ -181,6 +171,12 @@ function toWire(store: MemoryStore, memory: MemoryRecord, view: MemoryView): Mem
     created_at: memory.created_at,
     updated_at: memory.updated_at,
   };
+}
+
+/** A listing's page size: `limit` (1 to 100, default 20), at most 20 in the full view. */
+function pageLimit(query: URLSearchParams, view: MemoryView): number {
+  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
+  return view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
 }
 
 function viewParam(query: URLSearchParams, fallback: MemoryView): MemoryView {

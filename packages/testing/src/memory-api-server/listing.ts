@@ -1,3 +1,4 @@
+import { decodePageCursor, encodePageCursor } from '../page-cursor.js';
 import { invalidRequest } from './api-error.js';
 import type { MemoryRecord } from './memory-store.js';
 
@@ -55,7 +56,7 @@ export function pageAfter<M extends { path: string }>(
   const rest = after === undefined ? entries : entries.filter((entry) => compare(entryKey(entry), after) > 0);
   const page = rest.slice(0, limit);
   const last = page.at(-1);
-  const nextPage = rest.length > limit && last ? encodeCursor(entryKey(last)) : null;
+  const nextPage = rest.length > limit && last ? encodePageCursor(entryKey(last)) : null;
   return { entries: page, nextPage };
 }
 
@@ -67,17 +68,8 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-// Opaque to clients, like the service's `page_...` values.
-const CURSOR_PREFIX = 'page_';
-
-function encodeCursor(afterKey: string): string {
-  return CURSOR_PREFIX + Buffer.from(afterKey, 'utf8').toString('base64url');
-}
-
 function decodeCursor(cursor: string): string {
-  const key = cursor.startsWith(CURSOR_PREFIX)
-    ? Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')
-    : '';
-  if (!key.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
+  const key = decodePageCursor(cursor);
+  if (!key?.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
   return key;
 }

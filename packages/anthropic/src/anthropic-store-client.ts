@@ -4,12 +4,25 @@ import {
   LIST_PAGE_SIZE_WITH_CONTENT,
   StoreError,
   type StoreClient,
+  type StoreFolderEntry,
+  type StoreListFolderOptions,
+  type StoreListVersionsOptions,
   type StoreMemory,
+  type StoreMemoryVersion,
 } from '@memory-mounter/core';
 import { storeErrorFromSdk } from './store-error-mapping.js';
 
 type MemoriesResource = Anthropic['beta']['memoryStores']['memories'];
+type VersionsResource = Anthropic['beta']['memoryStores']['memoryVersions'];
 type SdkMemory = Awaited<ReturnType<MemoriesResource['retrieve']>>;
+type SdkVersion = Awaited<ReturnType<VersionsResource['retrieve']>>;
+
+/** The part of an SDK cursor page this class walks: its items, and the way to the next one. */
+interface SdkPage<Item> {
+  data: Item[];
+  hasNextPage(): boolean;
+  getNextPage(): Promise<SdkPage<Item>>;
+}
 
 export interface AnthropicStoreClientOptions {
   /**
@@ -20,18 +33,21 @@ export interface AnthropicStoreClientOptions {
 }
 
 /**
- * The StoreClient over the real memory-store API, `client.beta.memoryStores.memories.*`.
+ * The StoreClient over the real memory-store API, `client.beta.memoryStores.memories.*` and
+ * `client.beta.memoryStores.memoryVersions.list`.
  *
  * Every method throws only StoreError (see store-error-mapping.ts); the SDK error is its
- * `cause`. Listings ask for the largest page the service allows (100 memories, 20 with content)
- * and never pass `depth`, so the service sends no `memory_prefix` roll-ups; any that arrive
- * anyway are skipped.
+ * `cause`. Listings ask for the largest page the service allows (100 items, 20 with content).
+ * `list` never passes `depth`, so the service sends no `memory_prefix` roll-ups (any that
+ * arrive anyway are skipped); `listFolder` passes `depth=1` and yields them.
  */
 export class AnthropicStoreClient implements StoreClient {
   readonly #memories: MemoriesResource;
+  readonly #versions: VersionsResource;
 
   constructor(options: AnthropicStoreClientOptions) {
     this.#memories = options.client.beta.memoryStores.memories;
+    this.#versions = options.client.beta.memoryStores.memoryVersions;
   }
 
   async *list(
@@ -45,19 +61,9 @@ export class AnthropicStoreClient implements StoreClient {
       // An empty prefix is the whole store; the service would refuse it as a prefix.
       ...(pathPrefix ? { path_prefix: pathPrefix } : {}),
     };
-    // Pages are walked by hand, not with the SDK's `for await`, so that only the SDK's own calls
-    // sit inside the error mapping and a consumer's error is never dressed up as a StoreError.
-    let page = await this.#call('list', () => this.#memories.list(storeId, params, { signal }));
-    for (;;) {
-      for (const item of page.data) {
-        // The SDK re-checks the signal before each page; this stops a long page mid-way too.
-        throwIfAborted(signal, 'list');
-        if (item.type !== 'memory') continue;
-        yield toStoreMemory(item, withContent);
-      }
-      if (!page.hasNextPage()) return;
-      const current = page;
-      page = await this.#call('list', () => current.getNextPage());
+    for await (const item of this.#walk('list', signal, () => this.#memories.list(storeId, params, { signal }))) {
+      if (item.type !== 'memory') continue;
+      yield toStoreMemory(item, withContent);
     }
   }
 
@@ -117,6 +123,66 @@ export class AnthropicStoreClient implements StoreClient {
     await this.#call('delete', () => this.#memories.delete(memoryId, params, { signal: opts.signal }));
   }
 
+  /**
+   * `GET /v1/memory_stores/{id}/memory_versions`, basic view (no content), 100 a page, with the
+   * filters given. The API documents no order, and nothing here relies on one.
+   */
+  async *listVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
+    const { signal } = opts;
+    const params = {
+      view: 'basic' as const,
+      limit: LIST_PAGE_SIZE,
+      ...(opts.createdAtGte !== undefined && { 'created_at[gte]': opts.createdAtGte }),
+      ...(opts.createdAtLte !== undefined && { 'created_at[lte]': opts.createdAtLte }),
+      ...(opts.memoryId !== undefined && { memory_id: opts.memoryId }),
+      ...(opts.operation !== undefined && { operation: opts.operation }),
+    };
+    const first = () => this.#versions.list(storeId, params, { signal });
+    for await (const version of this.#walk('listVersions', signal, first)) yield toStoreVersion(version);
+  }
+
+  /** The memories list with `depth=1`: one folder's memories and its sub-folders' `memory_prefix` roll-ups. */
+  async *listFolder(storeId: string, opts: StoreListFolderOptions = {}): AsyncIterable<StoreFolderEntry> {
+    const { withContent = false, pathPrefix, signal } = opts;
+    const params = {
+      view: withContent ? ('full' as const) : ('basic' as const),
+      limit: withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE,
+      depth: 1,
+      // The root is the listing without a prefix; a prefix that is not a folder goes to the
+      // service as given, which refuses it (rejected).
+      ...(pathPrefix !== undefined && pathPrefix !== '' && pathPrefix !== '/' && { path_prefix: pathPrefix }),
+    };
+    const first = () => this.#memories.list(storeId, params, { signal });
+    for await (const item of this.#walk('listFolder', signal, first)) {
+      yield item.type === 'memory_prefix'
+        ? { type: 'prefix', path: item.path }
+        : { type: 'memory', memory: toStoreMemory(item, withContent) };
+    }
+  }
+
+  /**
+   * Every item of a paged listing. Pages are walked by hand, not with the SDK's `for await`, so
+   * that only the SDK's own calls sit inside the error mapping and a consumer's error is never
+   * dressed up as a StoreError.
+   */
+  async *#walk<Item>(
+    operation: string,
+    signal: AbortSignal | undefined,
+    firstPage: () => PromiseLike<SdkPage<Item>>,
+  ): AsyncIterable<Item> {
+    let page = await this.#call(operation, firstPage);
+    for (;;) {
+      for (const item of page.data) {
+        // The SDK re-checks the signal before each page; this stops a long page mid-way too.
+        throwIfAborted(signal, operation);
+        yield item;
+      }
+      if (!page.hasNextPage()) return;
+      const current = page;
+      page = await this.#call(operation, () => current.getNextPage());
+    }
+  }
+
   /** Runs one SDK call; whatever it throws leaves as a StoreError. */
   async #call<T>(operation: string, request: () => PromiseLike<T>): Promise<T> {
     try {
@@ -137,6 +203,19 @@ function toStoreMemory(memory: SdkMemory, withContent: boolean): StoreMemory {
   };
   if (withContent) out.content = memory.content ?? null;
   return out;
+}
+
+function toStoreVersion(version: SdkVersion): StoreMemoryVersion {
+  return {
+    id: version.id,
+    memory_id: version.memory_id,
+    operation: version.operation,
+    // Optional in the SDK's type; absent is taken as the null the service documents.
+    path: version.path ?? null,
+    content_sha256: version.content_sha256 ?? null,
+    created_at: version.created_at,
+    redacted_at: version.redacted_at ?? null,
+  };
 }
 
 function throwIfAborted(signal: AbortSignal | undefined, operation: string): void {

@@ -213,3 +213,103 @@ describe('AnthropicStoreClient abort signals', () => {
     expect(server.snapshot(STORE)).toEqual({ '/a.md': 'a' });
   });
 });
+
+describe('AnthropicStoreClient listVersions', () => {
+  it('asks for 100 versions a page in the basic view, with the filters on the wire, and follows next_page', async () => {
+    seedMany(150);
+    const listed = await collect(
+      storeClient().listVersions(STORE, {
+        createdAtGte: '2020-01-01T00:00:00Z',
+        createdAtLte: '2100-01-01T00:00:00.123456+02:00',
+        operation: 'created',
+      }),
+    );
+    expect(listed).toHaveLength(150);
+    const lists = server.requests.filter((r) => r.route === 'list_versions');
+    expect(lists).toHaveLength(2);
+    expect(lists[0]!.query).toEqual({
+      view: 'basic',
+      limit: '100',
+      'created_at[gte]': '2020-01-01T00:00:00Z',
+      'created_at[lte]': '2100-01-01T00:00:00.123456+02:00',
+      operation: 'created',
+    });
+    // The SDK carries the filters onto the next page, beside the cursor.
+    expect(lists[1]!.query).toMatchObject({ operation: 'created', page: expect.stringMatching(/^page_/) });
+  });
+
+  it('passes memoryId as memory_id', async () => {
+    const [memory] = server.seed(STORE, { '/a.md': 'a', '/b.md': 'b' });
+    const listed = await collect(storeClient().listVersions(STORE, { memoryId: memory!.id }));
+    expect(listed.map((v) => v.memory_id)).toEqual([memory!.id]);
+    expect(server.requests[0]!.query.memory_id).toBe(memory!.id);
+  });
+
+  it('keeps only the fields of StoreMemoryVersion, and no content', async () => {
+    server.seed(STORE, { '/a.md': 'a' });
+    const [version] = await collect(storeClient().listVersions(STORE));
+    expect(Object.keys(version!).sort()).toEqual(
+      ['content_sha256', 'created_at', 'id', 'memory_id', 'operation', 'path', 'redacted_at'].sort(),
+    );
+  });
+
+  it.each([
+    [401, 'unauthorized'],
+    [403, 'unauthorized'],
+    [404, 'not_found'],
+    [429, 'unavailable'],
+    [500, 'unavailable'],
+    [400, 'rejected'],
+  ] as const)('maps HTTP %i to %s, the status kept so 401, 403 and 404 stay apart', async (status, kind) => {
+    server.failNext('list_versions', status);
+    const err = await failure(collect(storeClient().listVersions(STORE)), kind);
+    expect(err.status).toBe(status);
+  });
+
+  it('stops between pages when the signal aborts', async () => {
+    seedMany(150);
+    const controller = new AbortController();
+    let seen = 0;
+    await failure(
+      (async () => {
+        for await (const _ of storeClient().listVersions(STORE, { signal: controller.signal })) {
+          seen++;
+          controller.abort();
+        }
+      })(),
+      'unavailable',
+    );
+    expect(seen).toBe(1);
+    expect(server.requestCount('list_versions')).toBe(1);
+  });
+});
+
+describe('AnthropicStoreClient listFolder', () => {
+  it('asks for depth=1, 100 a page (20 with content), and yields memories and roll-ups', async () => {
+    server.seed(STORE, { '/a/x.md': 'x', '/a/deep/y.md': 'y', '/top.md': 't' });
+    const client = storeClient();
+    const root = await collect(client.listFolder(STORE));
+    expect(root.map((e) => (e.type === 'prefix' ? e.path : e.memory.path))).toEqual(['/a/', '/top.md']);
+    await collect(client.listFolder(STORE, { pathPrefix: '/a/', withContent: true }));
+    const lists = server.requests.filter((r) => r.route === 'list');
+    expect(lists.map((r) => r.query)).toEqual([
+      { view: 'basic', limit: '100', depth: '1' },
+      { view: 'full', limit: '20', depth: '1', path_prefix: '/a/' },
+    ]);
+  });
+
+  it('sends no path_prefix for the root given as /', async () => {
+    await collect(storeClient().listFolder(STORE, { pathPrefix: '/' }));
+    expect(server.requests[0]!.query).not.toHaveProperty('path_prefix');
+  });
+
+  it.each([
+    [401, 'unauthorized'],
+    [403, 'unauthorized'],
+    [404, 'not_found'],
+  ] as const)('maps HTTP %i to %s, the status kept', async (status, kind) => {
+    server.failNext('list', status);
+    const err = await failure(collect(storeClient().listFolder(STORE)), kind);
+    expect(err.status).toBe(status);
+  });
+});

@@ -1,6 +1,9 @@
-import { MAX_MEMORY_BYTES, StoreError, sha256Hex } from '@memory-mounter/core';
-import type { StoreClient, StoreErrorKind, StoreMemory } from '@memory-mounter/core';
+import { MAX_MEMORY_BYTES, sha256Hex } from '@memory-mounter/core';
+import type { StoreClient, StoreMemory } from '@memory-mounter/core';
+import { ManualClock } from '@memory-mounter/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { changeFeedContract, type FeedContext } from './store-client-contract-feed.js';
+import { collect, expectStoreError, numberedFiles, utf8Length } from './store-client-contract-helpers.js';
 
 /**
  * The StoreClient contract as behaviour tests: one suite, run against every implementation
@@ -11,21 +14,37 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
  * implementation may choose (listing order, HTTP statuses, which extra fields a write returns).
  */
 export interface ContractSubject {
+  /** Must implement the optional `listVersions` and `listFolder` too. */
   client: StoreClient;
   /** Puts memories in place as another writer would, bypassing `client`. */
   seed(storeId: string, files: Record<string, string>): void | Promise<void>;
+  /** Redacts a memory version, as a user would out of band. */
+  redactVersion(storeId: string, versionId: string): void | Promise<void>;
+  /** Versions written more than `ms` ago (by the setup's clock) are gone; `undefined` keeps all. */
+  setVersionRetention(ms: number | undefined): void;
+  /** The next request of `call` (its next page) fails as the service would for `failure`. */
+  failNext(call: 'listVersions' | 'listFolder', failure: 'unauthorized' | 'not_found' | 'unavailable'): void;
   teardown?(): void | Promise<void>;
 }
 
-export function storeClientContract(name: string, setup: () => ContractSubject | Promise<ContractSubject>): void {
+/**
+ * `setup` gets the clock the subject's store must stamp writes and versions with; it stands
+ * still until a test moves it.
+ */
+export function storeClientContract(
+  name: string,
+  setup: (clock: ManualClock) => ContractSubject | Promise<ContractSubject>,
+): void {
   describe(`StoreClient contract: ${name}`, () => {
     let subject: ContractSubject;
     let client: StoreClient;
     let storeId: string;
+    let clock: ManualClock;
     let storeCount = 0;
 
     beforeEach(async () => {
-      subject = await setup();
+      clock = new ManualClock();
+      subject = await setup(clock);
       client = subject.client;
       // A fresh store per test, so a subject may share one backend between tests.
       storeId = `memstore_contract_${++storeCount}`;
@@ -284,6 +303,8 @@ export function storeClientContract(name: string, setup: () => ContractSubject |
       });
     });
 
+    changeFeedContract((): FeedContext => ({ subject, client, storeId, clock }));
+
     /** The store as `{ path: content }`, read through the client under test. */
     async function contents(): Promise<Record<string, string>> {
       const listed = await list({ withContent: true });
@@ -307,29 +328,3 @@ const BAD_PATHS: [string, string][] = [
   ['21 segments', `/${Array.from({ length: 21 }, () => 's').join('/')}`],
   ['over 1,024 bytes', `/${'é'.repeat(512)}`],
 ];
-
-async function expectStoreError(promise: Promise<unknown>, kind: StoreErrorKind): Promise<StoreError> {
-  const err = await promise.then(
-    () => expect.fail(`expected a StoreError of kind ${kind}, but the call succeeded`),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(StoreError);
-  expect((err as StoreError).kind).toBe(kind);
-  return err as StoreError;
-}
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
-}
-
-function numberedFiles(count: number, content: (i: number) => string): Record<string, string> {
-  const files: Record<string, string> = {};
-  for (let i = 0; i < count; i++) files[`/bulk/${String(i).padStart(4, '0')}.md`] = content(i);
-  return files;
-}
-
-function utf8Length(text: string): number {
-  return Buffer.byteLength(text, 'utf8');
-}

@@ -7,7 +7,15 @@ export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem } f
 export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
 export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead } from './store-folder.js';
 export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
-export type { StoreMemory, StoreClient } from './store-client.js';
+export type {
+  StoreMemory,
+  StoreClient,
+  StoreMemoryVersion,
+  StoreMemoryVersionOperation,
+  StoreListVersionsOptions,
+  StoreListFolderOptions,
+  StoreFolderEntry,
+} from './store-client.js';
 export {
   MemoryConfigError,
   MemoryMountError,

@@ -42,4 +42,107 @@ export interface StoreClient {
     memoryId: string,
     opts?: { expected_content_sha256?: string; signal?: AbortSignal },
   ): Promise<void>;
+
+  /**
+   * The store's change feed: every memory version the store still retains that matches `opts`,
+   * every page followed. Each create, each update that changed content or path, and each delete
+   * of a memory records one version; a version never changes afterwards, except by redaction.
+   *
+   * Optional: a client without it still works, and the engine then finds changes by full
+   * listings (as it also does on any error here, and for the final sync).
+   *
+   * Guarantees: none about order (the API documents none; the emulator lists newest first;
+   * several versions may share one `created_at`, and clocks are not promised to be monotonic),
+   * so a caller de-duplicates by `id` and never infers "nothing older" from position. Versions older than
+   * the service's retention period are gone without notice. A write that lands while the pages
+   * are being walked may or may not be yielded. Every failure, including one on a later page,
+   * is a `StoreError`; 401/403 (`unauthorized`, `status` kept) and 404 (`not_found`) say the
+   * feed is not available to this caller.
+   */
+  listVersions?(storeId: string, opts?: StoreListVersionsOptions): AsyncIterable<StoreMemoryVersion>;
+
+  /**
+   * One level of one folder: the memories directly in `pathPrefix`, and one `prefix` entry per
+   * sub-folder that holds any memory (the service's `depth=1` listing with its `memory_prefix`
+   * roll-ups), every page followed. A caller fans out by listing each `prefix` entry's `path`
+   * in turn, possibly in parallel.
+   *
+   * Optional: a client without it still works; the engine then uses `list`.
+   *
+   * Guarantees: none about order; each memory or sub-folder appears once per walk of the pages.
+   * A folder listing is not a snapshot of the store: memories created, renamed or deleted while
+   * a fan-out is under way may be seen in neither or both folders. Failures are `StoreError`s;
+   * a `pathPrefix` without its trailing `/` (`/a/b`) is `rejected`.
+   */
+  listFolder?(storeId: string, opts?: StoreListFolderOptions): AsyncIterable<StoreFolderEntry>;
 }
+
+/** The kind of change a memory version records. */
+export type StoreMemoryVersionOperation = 'created' | 'modified' | 'deleted';
+
+/** One memory version, as much of it as the engine reads. */
+export interface StoreMemoryVersion {
+  /** `memver_...`; unique within the store, the key to de-duplicate by. */
+  id: string;
+  /** `mem_...`; still names the memory after it is deleted. */
+  memory_id: string;
+  /** `created`, `modified` (content, path or both), or `deleted`. */
+  operation: StoreMemoryVersionOperation;
+  /**
+   * The memory's path (wire form) as of this version; for `deleted`, the path it was deleted
+   * at. `null` if and only if the version was redacted.
+   */
+  path: string | null;
+  /** The content's sha as of this version; `null` for `deleted` and for a redacted version. */
+  content_sha256: string | null;
+  /**
+   * When the version was written, RFC 3339, exactly as the service sent it. Pass it back
+   * unchanged as `createdAtGte`/`createdAtLte`; do not compare these strings as text.
+   */
+  created_at: string;
+  /** When the version was redacted (RFC 3339), `null` if it was not. */
+  redacted_at: string | null;
+}
+
+/** Filters of `StoreClient.listVersions`; every one given must hold. */
+export interface StoreListVersionsOptions {
+  /** Only versions written at or after this RFC 3339 instant (inclusive). */
+  createdAtGte?: string;
+  /** Only versions written at or before this RFC 3339 instant (inclusive). */
+  createdAtLte?: string;
+  /** Only versions of this memory, including its `deleted` version. */
+  memoryId?: string;
+  /** Only versions recording this kind of change. */
+  operation?: StoreMemoryVersionOperation;
+  /** Aborting fails the walk with `unavailable`, between pages or during one. */
+  signal?: AbortSignal;
+}
+
+/** What `StoreClient.listFolder` lists. */
+export interface StoreListFolderOptions {
+  /**
+   * The folder, in wire form with a trailing `/` (`/projects/foo/`); omitted or `/` is the
+   * store's root.
+   */
+  pathPrefix?: string;
+  /** Memories with their content (smaller pages). Roll-ups never carry any. */
+  withContent?: boolean;
+  /** Aborting fails the walk with `unavailable`, between pages or during one. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One row of a folder listing: a memory directly in the folder, or a sub-folder standing for
+ * every memory below it. A sub-folder's `path` ends with `/` and can be passed as `pathPrefix`.
+ */
+export type StoreFolderEntry =
+  | {
+      type: 'memory';
+      /** A memory directly in the folder; `content` only when asked for. */
+      memory: StoreMemory;
+    }
+  | {
+      type: 'prefix';
+      /** The sub-folder, wire form, ending in `/` (`/projects/foo/`). */
+      path: string;
+    };

@@ -7,9 +7,31 @@ import {
   memoryPathProblem,
   sha256Hex,
 } from '@memory-mounter/core';
-import type { StoreClient, StoreErrorKind, StoreMemory } from '@memory-mounter/core';
+import type {
+  StoreClient,
+  StoreErrorKind,
+  StoreFolderEntry,
+  StoreListFolderOptions,
+  StoreListVersionsOptions,
+  StoreMemory,
+  StoreMemoryVersion,
+} from '@memory-mounter/core';
+import { listEntries, pageAfter } from './memory-api-server/listing.js';
+import {
+  VersionLog,
+  VersionQueryError,
+  parseInstant,
+  parseOperation,
+  type VersionFilter,
+  type VersionOperation,
+  type VersionRecord,
+} from './memory-versions.js';
 
-export type StoreOp = 'list' | 'get' | 'create' | 'update' | 'delete';
+/**
+ * The request kinds, by StoreClient method. `listFolder` is the memory listing with `depth=1`
+ * on the wire, so it logs (and fails) as `list`, with `depth: 1` in the request.
+ */
+export type StoreOp = 'list' | 'get' | 'create' | 'update' | 'delete' | 'listVersions';
 export type StoreWriteOp = 'create' | 'update' | 'delete';
 
 /** One request as the service would have received it. A listing logs one per page. */
@@ -18,6 +40,8 @@ export interface StoreRequest {
   storeId: string;
   memoryId?: string;
   path?: string;
+  /** `1` for a `listFolder` page; absent for every other request. */
+  depth?: number;
   /** `now()` when the request was sent. */
   at: number;
 }
@@ -25,8 +49,13 @@ export interface StoreRequest {
 export interface InMemoryStoreClientOptions {
   /** Delay before each request is answered; abortable. Default 0. */
   latencyMs?: number;
-  /** Clock for `StoreRequest.at`; default `Date.now`. */
+  /**
+   * Clock for `StoreRequest.at` and for each memory version's `created_at`; default
+   * `Date.now`. A `ManualClock`'s `now` lets a test stop it (versions that tie) or move it back.
+   */
   now?: () => number;
+  /** Initial `versionRetentionMs`. */
+  versionRetentionMs?: number;
 }
 
 interface StoredMemory {
@@ -52,6 +81,11 @@ const utf8 = new TextEncoder();
  * the real API's ids, hashes, validation and error kinds, plus a request log, latency and fault
  * injection.
  *
+ * It implements the optional `listVersions` and `listFolder` too, by the same rules as
+ * `MemoryApiServer` (shared code: memory-versions.ts, memory-api-server/listing.ts): every write,
+ * through the StoreClient or a helper, records a memory version stamped by `now`; tests can
+ * redact a version (`redactVersion`) and set a retention period (`versionRetentionMs`).
+ *
  * A store id it has never seen is an empty store, created on first use: tests need not declare
  * their stores, and a listing of a fresh store is simply empty (the real API would say 404 for an
  * id that does not exist; inject `failNext('list', 'not_found')` to test that).
@@ -63,8 +97,14 @@ export class InMemoryStoreClient implements StoreClient {
   latencyMs: number;
   /** Every request sent through the StoreClient methods, in order. Test helpers are not logged. */
   readonly requests: StoreRequest[] = [];
+  /**
+   * How long a memory version is kept, in ms of the clock: an older one is gone from
+   * `listVersions`, for good. `undefined` (the default) keeps every one.
+   */
+  versionRetentionMs: number | undefined;
 
   readonly #stores = new Map<string, Map<string, StoredMemory>>();
+  readonly #versions = new Map<string, VersionLog>();
   readonly #failNext = new Map<StoreOp, StoreErrorKind[]>();
   readonly #failAfterApply = new Map<StoreWriteOp, number>();
   readonly #now: () => number;
@@ -72,6 +112,7 @@ export class InMemoryStoreClient implements StoreClient {
   constructor(options: InMemoryStoreClientOptions = {}) {
     this.latencyMs = options.latencyMs ?? 0;
     this.#now = options.now ?? Date.now;
+    this.versionRetentionMs = options.versionRetentionMs;
   }
 
   // --- StoreClient ---------------------------------------------------------------------------
@@ -108,6 +149,7 @@ export class InMemoryStoreClient implements StoreClient {
     this.#refuseTakenPath(storeId, input.path);
     const memory: StoredMemory = { id: newMemoryId(), path: input.path, content: input.content };
     this.#store(storeId).set(memory.id, memory);
+    this.#record(storeId, memory, 'created');
     this.#maybeFailAfterApply('create');
     return toWire(memory, true);
   }
@@ -133,6 +175,7 @@ export class InMemoryStoreClient implements StoreClient {
     if (input.path !== undefined && input.path !== memory.path) this.#refuseTakenPath(storeId, input.path, memoryId);
     if (input.path !== undefined) memory.path = input.path;
     if (input.content !== undefined) memory.content = input.content;
+    this.#record(storeId, memory, 'modified');
     this.#maybeFailAfterApply('update');
     return toWire(memory, true);
   }
@@ -146,7 +189,53 @@ export class InMemoryStoreClient implements StoreClient {
     const memory = this.#existing(storeId, memoryId);
     checkPrecondition(memory, opts.expected_content_sha256);
     this.#store(storeId).delete(memoryId);
+    this.#record(storeId, memory, 'deleted');
     this.#maybeFailAfterApply('delete');
+  }
+
+  /**
+   * The store's memory versions, newest first, one request per page of 100 (see
+   * `StoreClient.listVersions`). A malformed timestamp is `rejected`, as the service's 400 is.
+   */
+  async *listVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
+    let filter: VersionFilter | undefined;
+    let cursor: string | undefined;
+    for (;;) {
+      await this.#request({ op: 'listVersions', storeId, ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }) }, opts.signal);
+      filter ??= versionFilter(opts);
+      // Read page by page, as the service does: a version recorded meanwhile may or may not show.
+      const page = this.#log(storeId).page(filter, cursor, LIST_PAGE_SIZE);
+      for (const version of page.versions) yield toStoreVersion(version);
+      if (page.nextPage === null) return;
+      cursor = page.nextPage;
+    }
+  }
+
+  /**
+   * One level of a folder, with the service's `depth=1` roll-ups and paging (the emulator's own
+   * listing rules); each page is one `list` request with `depth: 1`. Sorted by path, though the
+   * contract promises no order.
+   */
+  async *listFolder(storeId: string, opts: StoreListFolderOptions = {}): AsyncIterable<StoreFolderEntry> {
+    const withContent = opts.withContent ?? false;
+    const pathPrefix = opts.pathPrefix === undefined || opts.pathPrefix === '/' ? undefined : opts.pathPrefix;
+    const pageSize = withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE;
+    let cursor: string | undefined;
+    for (;;) {
+      await this.#request({ op: 'list', storeId, ...(pathPrefix !== undefined && { path: pathPrefix }), depth: 1 }, opts.signal);
+      if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
+        throw storeError('rejected', `path_prefix must start and end with /, not ${JSON.stringify(pathPrefix)}`);
+      }
+      const entries = listEntries([...this.#store(storeId).values()], { ...(pathPrefix !== undefined && { pathPrefix }), depth: 1 });
+      const page = pageAfter(entries, cursor, pageSize);
+      for (const entry of page.entries) {
+        yield entry.kind === 'memory'
+          ? { type: 'memory', memory: toWire(entry.memory, withContent) }
+          : { type: 'prefix', path: entry.path };
+      }
+      if (page.nextPage === null) return;
+      cursor = page.nextPage;
+    }
   }
 
   // --- Fault injection -----------------------------------------------------------------------
@@ -175,15 +264,22 @@ export class InMemoryStoreClient implements StoreClient {
     return Object.entries(files).map(([path, content]) => this.putAs(storeId, path, content));
   }
 
-  /** Another writer creates or overwrites the memory at `path` (its id is kept on overwrite). */
+  /**
+   * Another writer creates or overwrites the memory at `path` (its id is kept on overwrite).
+   * Records a version, except for an overwrite with the same content.
+   */
   putAs(storeId: string, path: string, content: string): StoreMemory {
     const existing = this.#byPath(storeId, path);
     if (existing) {
-      existing.content = content;
+      if (existing.content !== content) {
+        existing.content = content;
+        this.#record(storeId, existing, 'modified');
+      }
       return toWire(existing, true);
     }
     const memory: StoredMemory = { id: newMemoryId(), path, content };
     this.#store(storeId).set(memory.id, memory);
+    this.#record(storeId, memory, 'created');
     return toWire(memory, true);
   }
 
@@ -192,15 +288,35 @@ export class InMemoryStoreClient implements StoreClient {
     const memory = this.#byPath(storeId, from);
     if (!memory) return false;
     // The service refuses this too; a test that wants it means removeAs(to) first.
-    if (from !== to && this.#byPath(storeId, to)) throw new Error(`renameAs: ${to} is already taken in ${storeId}`);
+    if (from === to) return true;
+    if (this.#byPath(storeId, to)) throw new Error(`renameAs: ${to} is already taken in ${storeId}`);
     memory.path = to;
+    this.#record(storeId, memory, 'modified');
     return true;
   }
 
   /** Another writer deletes the memory at `path`. Returns false when it was absent. */
   removeAs(storeId: string, path: string): boolean {
     const memory = this.#byPath(storeId, path);
-    return memory ? this.#store(storeId).delete(memory.id) : false;
+    if (!memory) return false;
+    this.#store(storeId).delete(memory.id);
+    this.#record(storeId, memory, 'deleted');
+    return true;
+  }
+
+  /** Every retained version of the store, newest first (content kept). */
+  versions(storeId: string): VersionRecord[] {
+    return this.#log(storeId).all();
+  }
+
+  /**
+   * Redacts a version as a user would: its path, content and sha become `null` and
+   * `redacted_at` is set. Throws when the store has no such version (any more).
+   */
+  redactVersion(storeId: string, versionId: string): VersionRecord {
+    const redacted = this.#log(storeId).redact(versionId);
+    if (!redacted) throw new Error(`no memory version ${versionId} in store ${storeId}`);
+    return redacted;
   }
 
   /** path -> content, sorted by path. */
@@ -229,6 +345,20 @@ export class InMemoryStoreClient implements StoreClient {
     if (remaining === 0) return;
     this.#failAfterApply.set(op, remaining - 1);
     throw storeError('unavailable', `injected unavailable after ${op} was applied`);
+  }
+
+  /** Records a version of `memory` as it now stands (as it stood, for a delete). */
+  #record(storeId: string, memory: StoredMemory, operation: VersionOperation): void {
+    this.#log(storeId).record(memory.id, operation, memory);
+  }
+
+  #log(storeId: string): VersionLog {
+    let log = this.#versions.get(storeId);
+    if (!log) {
+      log = new VersionLog({ nowMs: this.#now, retentionMs: () => this.versionRetentionMs });
+      this.#versions.set(storeId, log);
+    }
+    return log;
   }
 
   #store(storeId: string): Map<string, StoredMemory> {
@@ -296,6 +426,33 @@ function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The listing filter, checked as the service checks its query; a bad one is `rejected`. */
+function versionFilter(opts: StoreListVersionsOptions): VersionFilter {
+  try {
+    return {
+      ...(opts.createdAtGte !== undefined && { createdAtGte: parseInstant('createdAtGte', opts.createdAtGte) }),
+      ...(opts.createdAtLte !== undefined && { createdAtLte: parseInstant('createdAtLte', opts.createdAtLte) }),
+      ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }),
+      ...(opts.operation !== undefined && { operation: parseOperation('operation', opts.operation) }),
+    };
+  } catch (err) {
+    if (err instanceof VersionQueryError) throw storeError('rejected', err.message);
+    throw err;
+  }
+}
+
+function toStoreVersion(version: VersionRecord): StoreMemoryVersion {
+  return {
+    id: version.id,
+    memory_id: version.memory_id,
+    operation: version.operation,
+    path: version.path,
+    content_sha256: version.content_sha256,
+    created_at: version.created_at,
+    redacted_at: version.redacted_at,
+  };
 }
 
 function toWire(memory: StoredMemory, withContent: boolean): StoreMemory {

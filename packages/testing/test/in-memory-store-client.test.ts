@@ -1,13 +1,13 @@
 import { MAX_MEMORY_BYTES, StoreError, sha256Hex } from '@memory-mounter/core';
 import type { StoreMemory } from '@memory-mounter/core';
-import { InMemoryStoreClient } from '@memory-mounter/testing';
+import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import { describe, expect, it } from 'vitest';
 
 const STORE = 'memstore_a';
 
-async function collect(iterable: AsyncIterable<StoreMemory>): Promise<StoreMemory[]> {
-  const out: StoreMemory[] = [];
-  for await (const memory of iterable) out.push(memory);
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
   return out;
 }
 
@@ -264,12 +264,16 @@ describe('InMemoryStoreClient', () => {
     });
 
     it('logs every request with op, store, memory id, path and time, and counts them', async () => {
-      let now = 1_000;
-      const client = new InMemoryStoreClient({ now: () => now++ });
+      const clock = new ManualClock(1_000);
+      const client = new InMemoryStoreClient({ now: clock.now });
       const created = await client.create(STORE, { path: '/a.md', content: 'x' });
+      clock.advance(1);
       await client.get(STORE, created.id);
+      clock.advance(1);
       await client.update(STORE, created.id, { path: '/b.md' });
+      clock.advance(1);
       await client.delete(STORE, created.id);
+      clock.advance(1);
       await collect(client.list('memstore_b', { pathPrefix: '/p' }));
 
       expect(client.requests).toEqual([
@@ -353,6 +357,89 @@ describe('InMemoryStoreClient', () => {
       for (const err of [update, create, del]) expect(err).toMatchObject({ kind: 'unavailable', status: 503 });
       expect(client.snapshot(STORE)).toEqual({ '/a.md': 'two', '/new.md': 'n' });
       await expect(client.update(STORE, a!.id, { content: 'three' })).resolves.toMatchObject({ content: 'three' });
+    });
+  });
+
+  describe('memory versions', () => {
+    it('records the helpers\' writes, and nothing for a write to nothing', () => {
+      const client = new InMemoryStoreClient();
+      client.seed(STORE, { '/a.md': 'a' });
+      client.putAs(STORE, '/a.md', 'a'); // same content
+      client.putAs(STORE, '/a.md', 'a2');
+      client.renameAs(STORE, '/a.md', '/a.md'); // same path
+      client.renameAs(STORE, '/a.md', '/b.md');
+      client.removeAs(STORE, '/b.md');
+      client.removeAs(STORE, '/b.md'); // absent
+      expect(client.versions(STORE).map((v) => [v.operation, v.path, v.content])).toEqual([
+        ['deleted', '/b.md', null],
+        ['modified', '/b.md', 'a2'],
+        ['modified', '/a.md', 'a2'],
+        ['created', '/a.md', 'a'],
+      ]);
+      expect(client.requests).toEqual([]);
+    });
+
+    it('records a write that failAfterApply answered unavailable: it did land', async () => {
+      const client = new InMemoryStoreClient();
+      client.failAfterApply('create');
+      await storeErrorOf(client.create(STORE, { path: '/a.md', content: 'x' }));
+      expect(client.versions(STORE).map((v) => v.operation)).toEqual(['created']);
+    });
+
+    it('logs one listVersions request per page of 100, and fails through failNext', async () => {
+      const client = new InMemoryStoreClient();
+      client.seed(STORE, Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`/m${i}`, `${i}`])));
+      expect(await collect(client.listVersions(STORE))).toHaveLength(150);
+      expect(client.count('listVersions', STORE)).toBe(2);
+      client.failNext('listVersions', 'unauthorized');
+      expect(await storeErrorOf(collect(client.listVersions(STORE)))).toMatchObject({ kind: 'unauthorized', status: 401 });
+    });
+
+    it('keeps versions of each store apart', async () => {
+      const client = new InMemoryStoreClient();
+      client.seed('memstore_x', { '/x.md': 'x' });
+      client.seed('memstore_y', { '/y.md': 'y' });
+      expect((await collect(client.listVersions('memstore_x'))).map((v) => v.path)).toEqual(['/x.md']);
+    });
+
+    it('forgets versions past the retention period for good', async () => {
+      const clock = new ManualClock(0);
+      const client = new InMemoryStoreClient({ now: clock.now, versionRetentionMs: 1_000 });
+      client.seed(STORE, { '/old.md': 'o' });
+      clock.advance(2_000);
+      client.seed(STORE, { '/new.md': 'n' });
+      expect(client.versions(STORE).map((v) => v.path)).toEqual(['/new.md']);
+      client.versionRetentionMs = undefined;
+      expect((await collect(client.listVersions(STORE))).map((v) => v.path)).toEqual(['/new.md']);
+    });
+
+    it('redactVersion throws for a version it does not hold', () => {
+      const client = new InMemoryStoreClient();
+      expect(() => client.redactVersion(STORE, 'memver_nope')).toThrow(/no memory version/);
+    });
+  });
+
+  describe('listFolder', () => {
+    it('logs each page as a list request with depth 1, 100 rows a page (20 with content)', async () => {
+      const client = new InMemoryStoreClient();
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 30; i++) files[`/f/${String(i).padStart(2, '0')}.md`] = `${i}`;
+      for (let i = 0; i < 90; i++) files[`/f/d${String(i).padStart(2, '0')}/x.md`] = `${i}`;
+      client.seed(STORE, files);
+      expect(await collect(client.listFolder(STORE, { pathPrefix: '/f/' }))).toHaveLength(120);
+      expect(client.requests.map(({ at: _, ...r }) => r)).toEqual([
+        { op: 'list', storeId: STORE, path: '/f/', depth: 1 },
+        { op: 'list', storeId: STORE, path: '/f/', depth: 1 },
+      ]);
+      client.requests.length = 0;
+      expect(await collect(client.listFolder(STORE, { pathPrefix: '/f/', withContent: true }))).toHaveLength(120);
+      expect(client.count('list')).toBe(6);
+    });
+
+    it('fails through failNext on list', async () => {
+      const client = new InMemoryStoreClient();
+      client.failNext('list', 'unavailable');
+      expect(await storeErrorOf(collect(client.listFolder(STORE)))).toMatchObject({ kind: 'unavailable', status: 503 });
     });
   });
 });

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { sha256Hex } from '@memory-mounter/core';
-import { MemoryApiServer } from '@memory-mounter/testing';
+import { ManualClock, MemoryApiServer } from '@memory-mounter/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 // The emulator at the HTTP level, with the headers the SDK sends. The SDK's own view of it is
@@ -41,14 +41,20 @@ async function call(method: string, path: string, { query, body, headers = SDK_H
 }
 
 const memories = (store = STORE) => `/v1/memory_stores/${store}/memories`;
+const versions = (store = STORE) => `/v1/memory_stores/${store}/memory_versions`;
+const version = (id: string, store = STORE) => `${versions(store)}/${encodeURIComponent(id)}`;
 const memory = (id: string, store = STORE) => `${memories(store)}/${encodeURIComponent(id)}`;
 
-async function listAll(query: Record<string, string | number>): Promise<{ items: any[]; pages: number }> {
+/** Every page of a listing (`memories()` or `versions()`), following `next_page`. */
+async function listAll(
+  query: Record<string, string | number>,
+  path = memories(),
+): Promise<{ items: any[]; pages: number }> {
   const items: any[] = [];
   let pages = 0;
   let page: string | null = null;
   do {
-    const res = await call('GET', memories(), { query: { ...query, ...(page && { page }) } });
+    const res = await call('GET', path, { query: { ...query, ...(page && { page }) } });
     expect(res.status).toBe(200);
     items.push(...res.json.data);
     page = res.json.next_page;
@@ -327,5 +333,185 @@ describe('test controls', () => {
     expect(server.snapshot('memstore_a')).toEqual({ '/x.md': 'a2' });
     expect(server.requestCount()).toBe(0);
     expect(() => server.seed('memstore_a', { '/x.md/under': 'no' })).toThrow(/overlaps/);
+  });
+});
+
+describe('memory versions', () => {
+  let clock: ManualClock;
+
+  beforeEach(async () => {
+    await server.close();
+    clock = new ManualClock(Date.parse('2026-03-01T12:00:00.000Z'));
+    server = new MemoryApiServer({ retryAfterSeconds: 2, now: clock.now });
+    await server.start();
+  });
+
+  const allVersions = (query: Record<string, string | number> = {}) => listAll(query, versions());
+
+  it('records each API write as a version in the wire shape, newest first, the memory pointing at its latest', async () => {
+    const created = (await call('POST', memories(), { body: { path: '/a.md', content: 'one' } })).json;
+    clock.advance(1_000);
+    const updated = (await call('POST', memory(created.id), { body: { content: 'two' } })).json;
+    clock.advance(1_000);
+    await call('DELETE', memory(created.id));
+
+    const listed = (await call('GET', versions())).json;
+    expect(listed.next_page).toBeNull();
+    expect(listed.data.map((v: any) => [v.operation, v.path, v.content_sha256, v.content_size_bytes, v.created_at])).toEqual([
+      ['deleted', '/a.md', null, null, '2026-03-01T12:00:02.000Z'],
+      ['modified', '/a.md', sha256Hex('two'), 3, '2026-03-01T12:00:01.000Z'],
+      ['created', '/a.md', sha256Hex('one'), 3, '2026-03-01T12:00:00.000Z'],
+    ]);
+    expect(listed.data[2]).toEqual({
+      type: 'memory_version',
+      id: created.memory_version_id,
+      memory_store_id: STORE,
+      memory_id: created.id,
+      operation: 'created',
+      path: '/a.md',
+      content: null,
+      content_sha256: sha256Hex('one'),
+      content_size_bytes: 3,
+      created_at: '2026-03-01T12:00:00.000Z',
+      created_by: { type: 'api_actor', api_key_id: 'apikey_emulated' },
+      redacted_at: null,
+      redacted_by: null,
+    });
+    expect(listed.data[1].id).toBe(updated.memory_version_id);
+  });
+
+  it('records the helpers\' writes too, as a user, and nothing for a write to nothing', () => {
+    server.seed(STORE, { '/a.md': 'a' });
+    server.writeMemory(STORE, '/a.md', 'a2');
+    server.writeMemory(STORE, '/a.md', 'a2');
+    server.renameMemory(STORE, '/a.md', '/b.md');
+    server.deleteMemory(STORE, '/b.md');
+    const history = server.versions(STORE);
+    expect(history.map((v) => [v.operation, v.path])).toEqual([
+      ['deleted', '/b.md'],
+      ['modified', '/b.md'],
+      ['modified', '/a.md'],
+      ['created', '/a.md'],
+    ]);
+    expect(history[0]!.created_by).toEqual({ type: 'user_actor', user_id: 'user_emulated' });
+    expect(server.requestCount()).toBe(0);
+  });
+
+  it('puts content in the full view only, never for a deleted version, and caps the full view at 20', async () => {
+    server.seed(STORE, Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`/m${i}`, `c${i}`])));
+    server.deleteMemory(STORE, '/m0');
+    expect((await call('GET', versions(), { query: { limit: 100 } })).json.data).toHaveLength(31);
+    const full = await call('GET', versions(), { query: { view: 'full', limit: 100 } });
+    expect(full.json.data).toHaveLength(20);
+    expect(full.json.data[0]).toMatchObject({ operation: 'deleted', path: '/m0', content: null });
+    expect(full.json.data[1].content).toBe('c29');
+    expect((await call('GET', versions())).json.data).toHaveLength(20); // the default limit
+  });
+
+  it('retrieves one version, in the full view by default; 404 for an unknown id', async () => {
+    const [m] = server.seed(STORE, { '/a.md': 'body' });
+    const got = await call('GET', version(m!.memory_version_id));
+    expect(got.json).toMatchObject({ type: 'memory_version', id: m!.memory_version_id, content: 'body' });
+    expect((await call('GET', version(m!.memory_version_id), { query: { view: 'basic' } })).json.content).toBeNull();
+    const missing = await call('GET', version('memver_nope'));
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.type).toBe('not_found_error');
+  });
+
+  it('redacts through POST .../redact (no body) and through the helper, the first redacted_at kept', async () => {
+    const [a, b] = server.seed(STORE, { '/a.md': 'a', '/b.md': 'b' });
+    clock.advance(5_000);
+    const res = await call('POST', `${version(a!.memory_version_id)}/redact`);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({
+      id: a!.memory_version_id,
+      path: null,
+      content: null,
+      content_sha256: null,
+      content_size_bytes: null,
+      created_at: '2026-03-01T12:00:00.000Z',
+      redacted_at: '2026-03-01T12:00:05.000Z',
+      redacted_by: { type: 'api_actor', api_key_id: 'apikey_emulated' },
+    });
+    clock.advance(1_000);
+    expect((await call('POST', `${version(a!.memory_version_id)}/redact`)).json.redacted_at).toBe('2026-03-01T12:00:05.000Z');
+    expect(server.redactVersion(STORE, b!.memory_version_id).redacted_at).toBe('2026-03-01T12:00:06.000Z');
+    expect((await call('GET', version(b!.memory_version_id))).json).toMatchObject({ path: null, content: null });
+    expect(() => server.redactVersion(STORE, 'memver_nope')).toThrow(/no memory version/);
+    expect(server.snapshot(STORE)).toEqual({ '/a.md': 'a', '/b.md': 'b' }); // the memories are untouched
+  });
+
+  it('compares created_at bounds as instants: any offset, fractions below a millisecond', async () => {
+    server.seed(STORE, { '/a.md': 'a' }); // 12:00:00.000Z
+    const count = async (query: Record<string, string>) => (await call('GET', versions(), { query })).json.data.length;
+    expect(await count({ 'created_at[gte]': '2026-03-01T13:00:00+01:00' })).toBe(1);
+    expect(await count({ 'created_at[lte]': '2026-03-01T11:59:59.999-00:00' })).toBe(0);
+    expect(await count({ 'created_at[gte]': '2026-03-01T12:00:00.000001Z' })).toBe(0);
+    expect(await count({ 'created_at[lte]': '2026-03-01T12:00:00.000000001Z' })).toBe(1);
+    expect(await count({ 'created_at[gte]': '2026-03-01t12:00:00z' })).toBe(1);
+  });
+
+  it('pages newest first with a cursor that survives writes between pages', async () => {
+    for (let i = 0; i < 5; i++) {
+      server.seed(STORE, { [`/m${i}`]: `${i}` });
+      clock.advance(i === 2 ? 0 : 10); // /m2 and /m3 tie
+    }
+    const first = await call('GET', versions(), { query: { limit: 2 } });
+    expect(first.json.data.map((v: any) => v.path)).toEqual(['/m4', '/m3']);
+    server.seed(STORE, { '/late': 'x' }); // newer than the cursor: not on a later page
+    const second = await call('GET', versions(), { query: { limit: 2, page: first.json.next_page } });
+    expect(second.json.data.map((v: any) => v.path)).toEqual(['/m2', '/m1']);
+    const third = await call('GET', versions(), { query: { limit: 2, page: second.json.next_page } });
+    expect(third.json.data.map((v: any) => v.path)).toEqual(['/m0']);
+    expect(third.json.next_page).toBeNull();
+  });
+
+  it('follows pages when every version ties', async () => {
+    server.seed(STORE, Object.fromEntries(Array.from({ length: 45 }, (_, i) => [`/m${i}`, `${i}`])));
+    const { items, pages } = await allVersions({ limit: 10 });
+    expect(pages).toBe(5);
+    expect(new Set(items.map((v) => v.id)).size).toBe(45);
+  });
+
+  it('forgets versions past the retention period for good, in listings and retrieve', async () => {
+    const [old] = server.seed(STORE, { '/old.md': 'o' });
+    clock.advance(60_000);
+    server.seed(STORE, { '/new.md': 'n' });
+    server.versionRetentionMs = 30_000;
+    expect((await allVersions()).items.map((v) => v.path)).toEqual(['/new.md']);
+    expect((await call('GET', version(old!.memory_version_id))).status).toBe(404);
+    server.versionRetentionMs = undefined;
+    expect((await allVersions()).items.map((v) => v.path)).toEqual(['/new.md']);
+    expect(server.snapshot(STORE)).toEqual({ '/new.md': 'n', '/old.md': 'o' });
+  });
+
+  it('fails the version routes through failNext and counts them', async () => {
+    const [m] = server.seed(STORE, { '/a.md': 'a' });
+    server.failNext('list_versions', 403);
+    server.failNext('retrieve_version', 404);
+    server.failNext('redact_version', 'disconnect');
+    const refused = await call('GET', versions());
+    expect([refused.status, refused.json.error.type]).toEqual([403, 'permission_error']);
+    expect((await call('GET', version(m!.memory_version_id))).status).toBe(404);
+    await expect(call('POST', `${version(m!.memory_version_id)}/redact`)).rejects.toThrow();
+    expect(server.versions(STORE)[0]!.redacted_at).toBeNull();
+    expect(server.requestCounts()).toMatchObject({ list_versions: 1, retrieve_version: 1, redact_version: 1, list: 0 });
+    expect(server.requests[0]).toMatchObject({ route: 'list_versions', storeId: STORE, status: 403 });
+    expect(server.requests[1]).toMatchObject({ route: 'retrieve_version', versionId: m!.memory_version_id });
+  });
+
+  it.each([
+    ['an unknown operation', { operation: 'renamed' }],
+    ['a created_at that is not RFC 3339', { 'created_at[gte]': '2026-03-01' }],
+    ['an impossible date', { 'created_at[lte]': '2026-02-30T00:00:00Z' }],
+    ['limit 0', { limit: 0 }],
+    ['limit 101', { limit: 101 }],
+    ['an unknown view', { view: 'everything' }],
+    ['a cursor it never gave', { page: 'page_bogus' }],
+    ['an author filter it does not emulate', { api_key_id: 'apikey_1' }],
+  ])('refuses a version listing with %s', async (_why, query) => {
+    const res = await call('GET', versions(), { query });
+    expect(res.status).toBe(400);
+    expect(res.json.error.type).toBe('invalid_request_error');
   });
 });

@@ -1,15 +1,31 @@
 import { LIST_PAGE_SIZE, LIST_PAGE_SIZE_WITH_CONTENT } from '@memory-mounter/core';
-import { invalidRequest } from './api-error.js';
+import {
+  parseInstant,
+  parseOperation,
+  VersionQueryError,
+  type VersionFilter,
+  type VersionRecord,
+} from '../memory-versions.js';
+import { invalidRequest, notFound } from './api-error.js';
 import { listEntries, pageAfter } from './listing.js';
-import type { MemoryRecord, MemoryStore } from './memory-store.js';
+import { API_ACTOR, type MemoryRecord, type MemoryStore } from './memory-store.js';
 import type { RouteName } from './routes.js';
-import type { DeletedMemoryWire, MemoryListPageWire, MemoryView, MemoryWire } from './wire.js';
+import type {
+  DeletedMemoryWire,
+  MemoryListPageWire,
+  MemoryVersionListPageWire,
+  MemoryVersionWire,
+  MemoryView,
+  MemoryWire,
+} from './wire.js';
 
 /** What a handler gets: the store (created on first use), the query, the parsed JSON body of a POST. */
 export interface RouteRequest {
   store: MemoryStore;
   /** Always set for retrieve, update and delete (the route matched a memory id). */
   memoryId: string | undefined;
+  /** Always set for retrieve_version and redact_version. */
+  versionId: string | undefined;
   query: URLSearchParams;
   body: Record<string, unknown>;
 }
@@ -21,7 +37,13 @@ export const handlers: Record<RouteName, (req: RouteRequest) => unknown> = {
   create: createMemory,
   update: updateMemory,
   delete: deleteMemory,
+  list_versions: listVersions,
+  retrieve_version: retrieveVersion,
+  redact_version: redactVersion,
 };
+
+/** The routes whose POST carries a JSON body; redact sends none. */
+export const ROUTES_WITH_BODY: readonly RouteName[] = ['create', 'update'];
 
 // The service's page size when `limit` is omitted; `view=full` caps any limit at 20.
 const DEFAULT_LIST_LIMIT = 20;
@@ -29,8 +51,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function listMemories({ store, query }: RouteRequest): MemoryListPageWire {
   const view = viewParam(query, 'basic');
-  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
-  const limit = view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
+  const limit = pageLimit(query, view);
   const depth = intParam(query, 'depth', 0, Number.MAX_SAFE_INTEGER) ?? 0;
   const pathPrefix = query.get('path_prefix') ?? undefined;
   if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
@@ -57,7 +78,7 @@ function createMemory({ store, query, body }: RouteRequest): MemoryWire {
   if (!('content' in body)) throw invalidRequest('content is required');
   // The SDK types `content` as nullable; null is taken as the empty memory.
   const content = stringField(body, 'content') ?? '';
-  return toWire(store, store.create(path, content), view);
+  return toWire(store, store.create(path, content, API_ACTOR), view);
 }
 
 function updateMemory({ store, memoryId, query, body }: RouteRequest): MemoryWire {
@@ -67,15 +88,74 @@ function updateMemory({ store, memoryId, query, body }: RouteRequest): MemoryWir
     content: stringField(body, 'content'),
     path: stringField(body, 'path'),
     expectedSha256: preconditionSha(body.precondition),
-  });
+  }, API_ACTOR);
   return toWire(store, updated, view);
 }
 
 function deleteMemory({ store, memoryId, query }: RouteRequest): DeletedMemoryWire {
   const expected = query.get('expected_content_sha256') ?? undefined;
   if (expected !== undefined) checkSha('expected_content_sha256', expected);
-  const deleted = store.delete(memoryId!, expected);
+  const deleted = store.delete(memoryId!, expected, API_ACTOR);
   return { type: 'memory_deleted', id: deleted.id };
+}
+
+// The author filters of the version listing: refused rather than ignored, so a test that relies
+// on one finds out the emulator does not keep authors apart.
+const UNEMULATED_VERSION_FILTERS = ['api_key_id', 'session_id', 'service_account_id'];
+
+function listVersions({ store, query }: RouteRequest): MemoryVersionListPageWire {
+  const view = viewParam(query, 'basic');
+  const limit = pageLimit(query, view);
+  for (const name of UNEMULATED_VERSION_FILTERS) {
+    if (query.has(name)) throw invalidRequest(`the emulator does not filter versions by ${name}`);
+  }
+  const page = versionQuery(() => {
+    const filter: VersionFilter = {};
+    const gte = query.get('created_at[gte]');
+    const lte = query.get('created_at[lte]');
+    const memoryId = query.get('memory_id');
+    const operation = query.get('operation');
+    if (gte !== null) filter.createdAtGte = parseInstant('created_at[gte]', gte);
+    if (lte !== null) filter.createdAtLte = parseInstant('created_at[lte]', lte);
+    if (memoryId !== null) filter.memoryId = memoryId;
+    if (operation !== null) filter.operation = parseOperation('operation', operation);
+    return store.versions.page(filter, query.get('page') ?? undefined, limit);
+  });
+  return { data: page.versions.map((version) => toVersionWire(store, version, view)), next_page: page.nextPage };
+}
+
+function retrieveVersion({ store, versionId, query }: RouteRequest): MemoryVersionWire {
+  const view = viewParam(query, 'full');
+  return toVersionWire(store, existingVersion(store, versionId!, store.versions.get(versionId!)), view);
+}
+
+function redactVersion({ store, versionId }: RouteRequest): MemoryVersionWire {
+  return toVersionWire(store, existingVersion(store, versionId!, store.versions.redact(versionId!, API_ACTOR)), 'basic');
+}
+
+function existingVersion(store: MemoryStore, versionId: string, version: VersionRecord | undefined): VersionRecord {
+  if (!version) throw notFound(`memory version ${versionId} not found in memory store ${store.storeId}`);
+  return version;
+}
+
+/** Runs a version query; a malformed one is the service's 400. */
+function versionQuery<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (err instanceof VersionQueryError) throw invalidRequest(err.message);
+    throw err;
+  }
+}
+
+/** A VersionRecord holds the wire fields already; the store id and the view are added here. */
+function toVersionWire(store: MemoryStore, version: VersionRecord, view: MemoryView): MemoryVersionWire {
+  return {
+    type: 'memory_version',
+    memory_store_id: store.storeId,
+    ...version,
+    content: view === 'full' ? version.content : null,
+  };
 }
 
 function toWire(store: MemoryStore, memory: MemoryRecord, view: MemoryView): MemoryWire {
@@ -91,6 +171,12 @@ function toWire(store: MemoryStore, memory: MemoryRecord, view: MemoryView): Mem
     created_at: memory.created_at,
     updated_at: memory.updated_at,
   };
+}
+
+/** A listing's page size: `limit` (1 to 100, default 20), at most 20 in the full view. */
+function pageLimit(query: URLSearchParams, view: MemoryView): number {
+  const requested = intParam(query, 'limit', 1, LIST_PAGE_SIZE) ?? DEFAULT_LIST_LIMIT;
+  return view === 'full' ? Math.min(requested, LIST_PAGE_SIZE_WITH_CONTENT) : requested;
 }
 
 function viewParam(query: URLSearchParams, fallback: MemoryView): MemoryView {

@@ -12,4 +12,7 @@ export type {
   DeletedMemoryWire,
   ErrorBodyWire,
   MemoryView,
+  MemoryVersionWire,
+  MemoryVersionListPageWire,
+  ActorWire,
 } from './wire.js';

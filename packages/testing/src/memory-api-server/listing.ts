@@ -1,8 +1,14 @@
+import { decodePageCursor, encodePageCursor } from '../page-cursor.js';
 import { invalidRequest } from './api-error.js';
 import type { MemoryRecord } from './memory-store.js';
 
-/** A listing row before it is put on the wire: a memory, or the roll-up of a folder below `depth`. */
-export type ListEntry = { kind: 'memory'; memory: MemoryRecord } | { kind: 'prefix'; path: string };
+/**
+ * A listing row before it is put on the wire: a memory, or the roll-up of a folder below
+ * `depth`. Generic over the memory so `InMemoryStoreClient` lists folders by the same rules.
+ */
+export type ListEntry<M extends { path: string } = MemoryRecord> =
+  | { kind: 'memory'; memory: M }
+  | { kind: 'prefix'; path: string };
 
 export interface ListQuery {
   /** Ends with `/`; only memories whose path starts with it are listed. */
@@ -16,9 +22,9 @@ export interface ListQuery {
  * (paths never overlap, and a roll-up ends in `/` where no memory path can), which the page
  * cursor relies on.
  */
-export function listEntries(memories: readonly MemoryRecord[], query: ListQuery): ListEntry[] {
+export function listEntries<M extends { path: string }>(memories: readonly M[], query: ListQuery): ListEntry<M>[] {
   const base = query.pathPrefix ?? '/';
-  const entries: ListEntry[] = [];
+  const entries: ListEntry<M>[] = [];
   const rolledUp = new Set<string>();
   for (const memory of memories) {
     if (!memory.path.startsWith(base)) continue;
@@ -41,20 +47,20 @@ export function listEntries(memories: readonly MemoryRecord[], query: ListQuery)
  * means a memory created or deleted between two page requests never shifts another memory
  * into the gap or makes it appear twice.
  */
-export function pageAfter(
-  entries: readonly ListEntry[],
+export function pageAfter<M extends { path: string }>(
+  entries: readonly ListEntry<M>[],
   cursor: string | undefined,
   limit: number,
-): { entries: ListEntry[]; nextPage: string | null } {
+): { entries: ListEntry<M>[]; nextPage: string | null } {
   const after = cursor === undefined ? undefined : decodeCursor(cursor);
   const rest = after === undefined ? entries : entries.filter((entry) => compare(entryKey(entry), after) > 0);
   const page = rest.slice(0, limit);
   const last = page.at(-1);
-  const nextPage = rest.length > limit && last ? encodeCursor(entryKey(last)) : null;
+  const nextPage = rest.length > limit && last ? encodePageCursor(entryKey(last)) : null;
   return { entries: page, nextPage };
 }
 
-function entryKey(entry: ListEntry): string {
+function entryKey(entry: ListEntry<{ path: string }>): string {
   return entry.kind === 'memory' ? entry.memory.path : entry.path;
 }
 
@@ -62,17 +68,8 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-// Opaque to clients, like the service's `page_...` values.
-const CURSOR_PREFIX = 'page_';
-
-function encodeCursor(afterKey: string): string {
-  return CURSOR_PREFIX + Buffer.from(afterKey, 'utf8').toString('base64url');
-}
-
 function decodeCursor(cursor: string): string {
-  const key = cursor.startsWith(CURSOR_PREFIX)
-    ? Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')
-    : '';
-  if (!key.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
+  const key = decodePageCursor(cursor);
+  if (!key?.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
   return key;
 }

@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
 import { FaultPlan, type Fault } from './faults.js';
-import { handlers } from './handlers.js';
+import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
-import { MemoryStore, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
+import type { VersionRecord } from '../memory-versions.js';
+import { MemoryStore, OTHER_WRITER, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
 import { matchRoute, ROUTE_NAMES, type MatchedRoute, type RouteName } from './routes.js';
 import { matchSessionRoute, sessionWire, type SessionSeed } from './sessions.js';
 
@@ -25,8 +26,13 @@ export interface MemoryApiServerOptions {
    * endpoint takes any credential, as the service's does.
    */
   apiKey?: string;
-  /** Clock for `created_at`/`updated_at`, in ms. Default `Date.now`. */
+  /**
+   * Clock for `created_at`/`updated_at` and version `created_at`, in ms. Default `Date.now`.
+   * A `ManualClock`'s `now` lets a test stop it (versions that tie) or move it back.
+   */
   now?: () => number;
+  /** Initial `versionRetentionMs`. */
+  versionRetentionMs?: number;
 }
 
 /** One request the server received, for assertions on what a client sent. */
@@ -35,6 +41,7 @@ export interface RecordedRequest {
   method: string;
   storeId: string;
   memoryId?: string;
+  versionId?: string;
   query: Record<string, string>;
   /** The status answered; `undefined` while in flight, or when the connection was dropped. */
   status?: number;
@@ -52,12 +59,24 @@ const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
  *
  * Stores are created on first use. Helpers (`seed`, `snapshot`, `writeMemory`, ...) act on
  * the stores directly, as another writer would: no HTTP, no latency, faults or counters.
+ *
+ * Every change, through HTTP or a helper, records a memory version, served by
+ * `GET .../memory_versions` (newest first, filters `created_at[gte]`/`created_at[lte]`
+ * inclusive, `memory_id`, `operation`; paged like the memory listing), `GET
+ * .../memory_versions/{id}` and `POST .../memory_versions/{id}/redact`. Version timestamps
+ * come from the `now` clock (ms precision); `versionRetentionMs` and `redactVersion` are the
+ * tests' knobs.
  */
 export class MemoryApiServer {
   /** `http://127.0.0.1:<port>` once started; `''` before. */
   baseURL = '';
   latencyMs: number;
   retryAfterSeconds: number;
+  /**
+   * How long a memory version is kept, in ms of the server clock: an older one is gone from
+   * the listing and from retrieve (404), for good. `undefined` (the default) keeps every one.
+   */
+  versionRetentionMs: number | undefined;
   /** Every request that matched a route, oldest first. */
   readonly requests: RecordedRequest[] = [];
 
@@ -75,8 +94,14 @@ export class MemoryApiServer {
     this.#options = options;
     this.latencyMs = options.latencyMs ?? 0;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+    this.versionRetentionMs = options.versionRetentionMs;
     const now = options.now ?? Date.now;
-    this.#env = { newId: randomId, now: () => new Date(now()).toISOString() };
+    this.#env = {
+      newId: randomId,
+      now: () => new Date(now()).toISOString(),
+      nowMs: now,
+      retentionMs: () => this.versionRetentionMs,
+    };
   }
 
   /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
@@ -192,6 +217,21 @@ export class MemoryApiServer {
     store.delete(this.#idAt(store, path));
   }
 
+  /** Every retained version of the store, newest first (content kept, whatever the view). */
+  versions(storeId: string): VersionRecord[] {
+    return this.store(storeId).versions.all();
+  }
+
+  /**
+   * Redacts a version as a user would in the Console: its path, content, size and sha become
+   * `null` and `redacted_at` is set. Throws when the store has no such version (any more).
+   */
+  redactVersion(storeId: string, versionId: string): VersionRecord {
+    const redacted = this.store(storeId).versions.redact(versionId, OTHER_WRITER);
+    if (!redacted) throw new Error(`no memory version ${versionId} in store ${storeId}`);
+    return redacted;
+  }
+
   #idAt(store: MemoryStore, path: string): string {
     const memory = store.atPath(path);
     if (!memory) throw new Error(`no memory at ${path} in store ${store.storeId}`);
@@ -236,8 +276,9 @@ export class MemoryApiServer {
       const result = handlers[match.route]({
         store: this.store(match.storeId),
         memoryId: match.memoryId,
+        versionId: match.versionId,
         query: url.searchParams,
-        body: req.method === 'POST' ? parseJsonObject(body.text, body.tooLarge) : {},
+        body: ROUTES_WITH_BODY.includes(match.route) ? parseJsonObject(body.text, body.tooLarge) : {},
       });
       sendJson(res, 200, result);
     } catch (err) {
@@ -253,6 +294,7 @@ export class MemoryApiServer {
       method: req.method ?? '',
       storeId: match.storeId,
       ...(match.memoryId !== undefined && { memoryId: match.memoryId }),
+      ...(match.versionId !== undefined && { versionId: match.versionId }),
       query: Object.fromEntries(query),
     };
     this.requests.push(record);

@@ -1,4 +1,5 @@
 import { MAX_MEMORY_BYTES, memoryPathProblem, sha256Hex } from '@memory-mounter/core';
+import { VersionLog, type VersionActor, type VersionClock } from '../memory-versions.js';
 import { invalidRequest, notFound, pathConflict, preconditionFailed } from './api-error.js';
 
 /** One memory as the emulator holds it: the wire fields, content always present. */
@@ -13,12 +14,20 @@ export interface MemoryRecord {
   updated_at: string;
 }
 
-/** Where a store gets fresh ids and timestamps; shared by every store of one server. */
-export interface StoreEnvironment {
-  newId(prefix: 'mem' | 'memver'): string;
-  /** RFC 3339. */
+/**
+ * Where a store gets fresh ids and timestamps, and its versions their retention period; shared
+ * by every store of one server.
+ */
+export interface StoreEnvironment extends VersionClock {
+  newId(prefix: 'mem'): string;
+  /** RFC 3339; the same instant as `nowMs()`. */
   now(): string;
 }
+
+/** The author the emulator records for a change made through HTTP. */
+export const API_ACTOR: VersionActor = { type: 'api_actor', api_key_id: 'apikey_emulated' };
+/** The author it records for a change made through a test helper ("another writer"). */
+export const OTHER_WRITER: VersionActor = { type: 'user_actor', user_id: 'user_emulated' };
 
 export interface MemoryChange {
   content?: string;
@@ -36,16 +45,24 @@ const utf8 = new TextEncoder();
  * refusal is an ApiError carrying the status and error type the service would send.
  *
  * Invariants: `byPath` and `byId` hold the same records; no two paths are equal or overlap
- * (one an ancestor folder of the other), as the service guarantees.
+ * (one an ancestor folder of the other), as the service guarantees. Every change that succeeds
+ * records exactly one version in `versions`, and a memory's `memory_version_id` is its latest.
  */
 export class MemoryStore {
   readonly #byId = new Map<string, MemoryRecord>();
   readonly #byPath = new Map<string, MemoryRecord>();
+  /**
+   * The store's memory versions (its `memory_versions` endpoints); tests read them through
+   * `MemoryApiServer.versions`.
+   */
+  readonly versions: VersionLog;
 
   constructor(
     readonly storeId: string,
     private readonly env: StoreEnvironment,
-  ) {}
+  ) {
+    this.versions = new VersionLog(env);
+  }
 
   /** Every memory, in no particular order. */
   all(): MemoryRecord[] {
@@ -62,16 +79,17 @@ export class MemoryStore {
     return memory;
   }
 
-  create(path: string, content: string): MemoryRecord {
+  create(path: string, content: string, actor: VersionActor = OTHER_WRITER): MemoryRecord {
     checkPath(path);
     checkContent(content);
     this.#checkPathFree(path, undefined);
     const now = this.env.now();
+    const id = this.env.newId('mem');
     const memory: MemoryRecord = {
-      id: this.env.newId('mem'),
+      id,
       path,
       ...contentFields(content),
-      memory_version_id: this.env.newId('memver'),
+      memory_version_id: this.versions.record(id, 'created', { path, content }, actor).id,
       created_at: now,
       updated_at: now,
     };
@@ -86,7 +104,7 @@ export class MemoryStore {
    * exactly the requested content and path succeeds: that is how a retried, already-applied
    * update stays harmless. A change to nothing writes no new version.
    */
-  update(memoryId: string, change: MemoryChange): MemoryRecord {
+  update(memoryId: string, change: MemoryChange, actor: VersionActor = OTHER_WRITER): MemoryRecord {
     if (change.content === undefined && change.path === undefined) {
       throw invalidRequest('an update needs at least one of content or path');
     }
@@ -106,7 +124,7 @@ export class MemoryStore {
       ...memory,
       path,
       ...contentFields(content),
-      memory_version_id: this.env.newId('memver'),
+      memory_version_id: this.versions.record(memoryId, 'modified', { path, content }, actor).id,
       updated_at: this.env.now(),
     };
     this.#byPath.delete(memory.path);
@@ -115,11 +133,12 @@ export class MemoryStore {
     return updated;
   }
 
-  delete(memoryId: string, expectedSha256?: string): MemoryRecord {
+  delete(memoryId: string, expectedSha256?: string, actor: VersionActor = OTHER_WRITER): MemoryRecord {
     const memory = this.get(memoryId);
     if (expectedSha256 !== undefined && expectedSha256 !== memory.content_sha256) {
       throw preconditionFailed(`memory ${memoryId} does not have content_sha256 ${expectedSha256}`);
     }
+    this.versions.record(memoryId, 'deleted', memory, actor);
     this.#byId.delete(memoryId);
     this.#byPath.delete(memory.path);
     return memory;

@@ -44,3 +44,34 @@ export interface ErrorBodyWire {
   error: { type: string; message: string } & Record<string, unknown>;
   request_id: string;
 }
+
+/** Who made or redacted a change: the emulator records an API key for HTTP, a user for helpers. */
+export type ActorWire = { type: 'api_actor'; api_key_id: string } | { type: 'user_actor'; user_id: string };
+
+/**
+ * One memory version. `content` is set only in the `full` view; `content`, `content_sha256`
+ * and `content_size_bytes` are `null` for a `deleted` version; a redacted version has those
+ * and `path` `null`, and `redacted_at` set. `created_at` is RFC 3339 (the emulator writes ms
+ * precision, `Z`).
+ */
+export interface MemoryVersionWire {
+  type: 'memory_version';
+  id: string;
+  memory_store_id: string;
+  memory_id: string;
+  operation: 'created' | 'modified' | 'deleted';
+  path: string | null;
+  content: string | null;
+  content_sha256: string | null;
+  content_size_bytes: number | null;
+  created_at: string;
+  created_by: ActorWire | null;
+  redacted_at: string | null;
+  redacted_by: ActorWire | null;
+}
+
+/** A version list response, newest first; paged like the memory listing. */
+export interface MemoryVersionListPageWire {
+  data: MemoryVersionWire[];
+  next_page: string | null;
+}

@@ -328,8 +328,8 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
         try {
           await fs.rename(at('d'), at('moved'));
           await h.makeSymlink(at('elsewhere'), at('d'));
-          await fs.writeFile(`${handle.path}/written`, bytes('w'));
           if (handle.pinned) {
+            await fs.writeFile(`${handle.path}/written`, bytes('w'));
             expect(await names('moved')).toEqual(['written']);
             expect(await names('elsewhere')).toEqual([]);
           } else {
@@ -362,7 +362,7 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
         await h.makeSymlink(at('f'), at('link'));
         await expect(fs.openFile(at('link'))).rejects.toMatchObject({ code: 'ELOOP' });
         await expect(fs.openFile(at('absent'))).rejects.toMatchObject({ code: 'ENOENT' });
-        const dir = await fs.openFile(at('d')).catch((err: NodeJS.ErrnoException) => err.code);
+        const dir = await fs.openFile(at('d')).catch((err: NodeJS.ErrnoException) => err.code ?? 'no code');
         if (typeof dir === 'string') expect(dir).toBe('EISDIR');
         else {
           expect(dir.stat.type).toBe('directory');

@@ -63,7 +63,7 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
       // half-written content. Folders are walked whatever their name.
-      (wireDir, name) => (wireDir === '' && name === MARKER_FILE) || isTempFileName(name),
+      (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isTempFileName(entry.name)),
     );
   } catch (err) {
     if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };

@@ -141,6 +141,10 @@ export class StoreFolder {
     }
     try {
       return await this.#readIn(parent.dir, segments.at(-1)!, wirePath, MAX_MEMORY_BYTES);
+    } catch (err) {
+      // An unpinned folder replaced around the read: what was read is not the file's, so it is dropped.
+      if (err instanceof FolderRefusal) return { kind: 'other', code: err.code, reason: err.message };
+      throw err;
     } finally {
       await parent.close();
     }
@@ -231,10 +235,10 @@ export class StoreFolder {
   /**
    * Walks the folder depth first. Each folder is opened from its parent's handle and held open
    * while `visit` runs for it, so every read of its files is relative to that handle. Links and
-   * special entries are reported in `blocked`, never entered or read; `skip(name)` leaves out
-   * names the caller does not sync (the marker, temp files) without reporting them.
+   * special entries are reported in `blocked`, never entered or read; `skip` leaves out entries
+   * the caller does not sync (the marker, temp files) without reporting them.
    */
-  async walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, name: string) => boolean): Promise<void> {
+  async walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean): Promise<void> {
     await this.#walkFolder(this.#root, '', visit, skip);
   }
 
@@ -242,7 +246,7 @@ export class StoreFolder {
     dir: DirHandle,
     wireDir: string,
     visit: (folder: FolderVisit) => Promise<void>,
-    skip: (wireDir: string, name: string) => boolean,
+    skip: (wireDir: string, entry: DirEntry) => boolean,
   ): Promise<void> {
     await this.#verify(dir, wireDir || '/');
     const entries = await this.#list(dir);
@@ -254,7 +258,7 @@ export class StoreFolder {
         folder.blocked.push({ wirePath, reason: 'has a name that is not UTF-8; it cannot be a memory path' });
         continue;
       }
-      if (skip(wireDir, entry.name)) continue;
+      if (skip(wireDir, entry)) continue;
       if (entry.type === 'directory') subfolders.push(entry);
       else if (entry.type === 'file') folder.files.push(this.#fileIn(dir, entry.name, wirePath));
       else folder.blocked.push({ wirePath, reason: entry.type === 'symlink' ? 'is a symlink' : 'is not a regular file' });

@@ -16,6 +16,9 @@ import { emptySyncState, type SyncState } from './sync-state.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
 
+/** Disk errors that say this one name cannot exist here, not that the disk is failing. */
+const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
+
 export interface StoreSyncDeps {
   client: StoreClient;
   /** Already bound to this store. */
@@ -101,26 +104,21 @@ export class StoreSync {
           if (typeof memory.content !== 'string' || sha256Hex(bytes) !== memory.content_sha256) {
             throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
           }
-          // A fresh folder holds nothing, so anything here is a name clash (a case-insensitive
-          // disk, or a file/folder overlap): never write over it.
-          const there = await folder.read(path).catch((err: unknown) => {
-            if (err instanceof FolderRefusal) return { kind: 'other' as const, reason: err.message };
-            throw err;
-          });
-          if (there.kind !== 'absent') {
-            const detail = there.kind === 'other' ? `${path} ${there.reason}` : `${path} already exists`;
-            return skipMemory(path, `its place on disk is taken: ${detail}`, { detail });
-          }
           try {
+            // A fresh folder holds nothing, so anything here is a name clash (a case-insensitive
+            // disk, or a file/folder overlap): never write over it.
+            const there = await folder.read(path);
+            if (there.kind !== 'absent') {
+              const detail = there.kind === 'other' ? `${path} ${there.reason}` : `${path} already exists`;
+              return skipMemory(path, `its place on disk is taken: ${detail}`, { detail });
+            }
             await folder.write(path, bytes);
           } catch (err) {
             // One memory that cannot be placed (a folder on its way replaced, a name the disk
             // refuses) never fails the whole download: it is skipped and reported.
             if (err instanceof FolderRefusal) return skipMemory(path, `its place on disk is taken: ${err.message}`);
             const code = errorCode(err);
-            if (code === 'ENAMETOOLONG' || code === 'EINVAL' || code === 'EILSEQ' || code === 'ENOTDIR' || code === 'EISDIR') {
-              return skipMemory(path, `the disk refused it (${code})`);
-            }
+            if (code && UNPLACEABLE_CODES.has(code)) return skipMemory(path, `the disk refused it (${code})`);
             throw err;
           }
           this.state.baseline.set(path, memory.content_sha256);

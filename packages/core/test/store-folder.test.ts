@@ -1,0 +1,297 @@
+import { execFileSync } from 'node:child_process';
+import * as nodeFs from 'node:fs';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemfsFileSystem } from '@memory-mounter/testing';
+import {
+  FolderRefusal,
+  MAX_MEMORY_BYTES,
+  NodeFileSystem,
+  sha256Hex,
+  StoreFolder,
+  type DirHandle,
+  type FileSystem,
+  type OpenFile,
+} from '@memory-mounter/core';
+
+/**
+ * The confined store folder on each kind of handle: memfs (unpinned), the real disk with pinned
+ * handles (/proc/self/fd), and the real disk with the unpinned fallback other platforms get.
+ * Each test plants what a hostile agent would, through plain host calls, and checks that the
+ * folder refuses or stays inside, and that the "outside" folder is untouched.
+ */
+type Kind = 'memfs' | 'node-pinned' | 'node-unpinned';
+const KINDS: Kind[] = ['memfs', 'node-pinned', 'node-unpinned'];
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+/** Host-side pokes at the disk under test: what the agent's shell does. */
+interface Host {
+  fs: FileSystem;
+  base: string;
+  write(path: string, data: string): void;
+  read(path: string): string | null;
+  mkdir(path: string): void;
+  symlink(target: string, path: string): void;
+  link(existing: string, path: string): void;
+  rename(from: string, to: string): void;
+  exists(path: string): boolean;
+  list(path: string): string[];
+  dispose(): Promise<void>;
+}
+
+async function makeHost(kind: Kind): Promise<Host> {
+  if (kind === 'memfs') {
+    const fs = new MemfsFileSystem({ '/host': null });
+    const vol = fs.vol;
+    return {
+      fs,
+      base: '/host',
+      write: (p, d) => vol.writeFileSync(p, d),
+      read: (p) => (vol.existsSync(p) ? String(vol.readFileSync(p, 'utf8')) : null),
+      mkdir: (p) => void vol.mkdirSync(p, { recursive: true }),
+      symlink: (t, p) => vol.symlinkSync(t, p),
+      link: (e, p) => vol.linkSync(e, p),
+      rename: (a, b) => vol.renameSync(a, b),
+      exists: (p) => {
+        try {
+          vol.lstatSync(p);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      list: (p) => (vol.readdirSync(p) as unknown[]).map(String).sort(),
+      dispose: async () => {},
+    };
+  }
+  const base = await realpath(await mkdtemp(join(tmpdir(), 'mm-folder-')));
+  return {
+    fs: new NodeFileSystem(nodeFs.constants, { pinDirectories: kind === 'node-pinned' }),
+    base,
+    write: (p, d) => nodeFs.writeFileSync(p, d),
+    read: (p) => (nodeFs.existsSync(p) ? nodeFs.readFileSync(p, 'utf8') : null),
+    mkdir: (p) => void nodeFs.mkdirSync(p, { recursive: true }),
+    symlink: (t, p) => nodeFs.symlinkSync(t, p),
+    link: (e, p) => nodeFs.linkSync(e, p),
+    rename: (a, b) => nodeFs.renameSync(a, b),
+    exists: (p) => {
+      try {
+        nodeFs.lstatSync(p);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    list: (p) => nodeFs.readdirSync(p).sort(),
+    dispose: () => rm(base, { recursive: true, force: true }),
+  };
+}
+
+describe.each(KINDS)('StoreFolder on %s', (kind) => {
+  let host: Host;
+  let store: string;
+  let outside: string;
+  let folder: StoreFolder;
+
+  beforeEach(async () => {
+    host = await makeHost(kind);
+    store = `${host.base}/store`;
+    outside = `${host.base}/outside`;
+    host.mkdir(store);
+    host.mkdir(outside);
+    host.write(`${outside}/secret.txt`, 'host secret');
+    host.write(`${outside}/a.md`, 'host a.md');
+    folder = await StoreFolder.open(host.fs, store);
+  });
+  afterEach(async () => {
+    await folder.close().catch(() => {});
+    await host.dispose();
+  });
+
+  const outsideUntouched = () => {
+    expect(host.list(outside)).toEqual(['a.md', 'secret.txt']);
+    expect(host.read(`${outside}/secret.txt`)).toBe('host secret');
+    expect(host.read(`${outside}/a.md`)).toBe('host a.md');
+  };
+
+  describe('read', () => {
+    it('reads a file with its sha, says absent for nothing, and never reads a link', async () => {
+      host.mkdir(`${store}/d`);
+      host.write(`${store}/d/a.md`, 'alpha');
+      host.symlink(`${outside}/secret.txt`, `${store}/link.md`);
+      const a = await folder.read('/d/a.md');
+      expect(a).toMatchObject({ kind: 'file', sha: sha256Hex('alpha'), size: 5 });
+      expect(await folder.read('/nothing.md')).toEqual({ kind: 'absent' });
+      expect(await folder.read('/link.md')).toMatchObject({ kind: 'other', code: 'is_symlink' });
+    });
+
+    it('a folder on the way that is a link is refused, not followed', async () => {
+      host.symlink(outside, `${store}/d`);
+      expect(await folder.read('/d/secret.txt')).toMatchObject({ kind: 'other', code: 'is_symlink' });
+    });
+
+    it('a hard-linked file is never read: a stat fingerprint stands for its sha, and it is unpushable', async () => {
+      host.link(`${outside}/secret.txt`, `${store}/secret.md`);
+      const read = await folder.read('/secret.md');
+      expect(read).toMatchObject({ kind: 'file', unpushable: { code: 'hard_link' } });
+      if (read.kind !== 'file') throw new Error('unreachable');
+      expect(read.bytes).toBeUndefined();
+      expect(read.sha).not.toBe(sha256Hex('host secret'));
+    });
+
+    it('a file over the limit is never read, sparse or not', async () => {
+      if (kind === 'memfs') host.write(`${store}/big.md`, 'x'.repeat(MAX_MEMORY_BYTES + 1));
+      else nodeFs.truncateSync((host.write(`${store}/big.md`, ''), `${store}/big.md`), 1 << 30);
+      const read = await folder.read('/big.md');
+      expect(read).toMatchObject({ kind: 'file', unpushable: { code: 'too_large' } });
+      if (read.kind !== 'file') throw new Error('unreachable');
+      expect(read.bytes).toBeUndefined();
+    });
+
+    it('a folder where a file is expected says so', async () => {
+      host.mkdir(`${store}/d.md`);
+      expect(await folder.read('/d.md')).toMatchObject({ kind: 'other', code: 'is_folder' });
+    });
+
+    it.skipIf(kind === 'memfs')('a FIFO is never read and never blocks', async () => {
+      execFileSync('mkfifo', [`${store}/pipe.md`]);
+      expect(await folder.read('/pipe.md')).toMatchObject({ kind: 'other', code: 'not_regular' });
+    });
+  });
+
+  describe('write', () => {
+    it('makes the folders on the way (0700) and writes atomically, leaving no temp file', async () => {
+      await folder.write('/a/b/c.md', bytes('deep'));
+      expect(host.read(`${store}/a/b/c.md`)).toBe('deep');
+      expect(host.list(`${store}/a/b`)).toEqual(['c.md']);
+      if (kind !== 'memfs') expect(nodeFs.lstatSync(`${store}/a`).mode & 0o777).toBe(0o700);
+    });
+
+    it('refuses when a folder on the way is a link; the link target is untouched', async () => {
+      host.symlink(outside, `${store}/d`);
+      await expect(folder.write('/d/a.md', bytes('pulled'))).rejects.toMatchObject({ code: 'is_symlink' });
+      outsideUntouched();
+    });
+
+    it('replaces a link at the target instead of writing through it', async () => {
+      host.symlink(`${outside}/a.md`, `${store}/a.md`);
+      await folder.write('/a.md', bytes('pulled'));
+      expect(host.read(`${store}/a.md`)).toBe('pulled');
+      outsideUntouched();
+    });
+
+    it('replaces an empty folder at the target, never one that holds something', async () => {
+      host.mkdir(`${store}/empty`);
+      await folder.write('/empty', bytes('now a file'));
+      expect(host.read(`${store}/empty`)).toBe('now a file');
+      host.mkdir(`${store}/full`);
+      host.write(`${store}/full/keep.md`, 'keep');
+      await expect(folder.write('/full', bytes('x'))).rejects.toBeInstanceOf(FolderRefusal);
+      expect(host.read(`${store}/full/keep.md`)).toBe('keep');
+    });
+  });
+
+  describe('unlink', () => {
+    it('removes a file; through a linked folder it refuses and the target is untouched', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      await folder.unlink('/a.md');
+      expect(host.exists(`${store}/a.md`)).toBe(false);
+      host.symlink(outside, `${store}/d`);
+      await expect(folder.unlink('/d/a.md')).rejects.toMatchObject({ code: 'is_symlink' });
+      outsideUntouched();
+    });
+  });
+
+  describe('removeAll', () => {
+    it('removes the whole folder and never follows a link, at any depth', async () => {
+      host.mkdir(`${store}/a/b/c`);
+      host.write(`${store}/a/b/c/f.md`, 'f');
+      host.symlink(outside, `${store}/top-link`);
+      host.symlink(outside, `${store}/a/b/mid-link`);
+      host.symlink(`${outside}/secret.txt`, `${store}/a/b/c/file-link`);
+      host.link(`${outside}/a.md`, `${store}/a/hard.md`);
+      await folder.removeAll();
+      expect(host.exists(store)).toBe(false);
+      outsideUntouched();
+    });
+  });
+
+  describe('walk', () => {
+    it('lists files by folder, reports links and special entries, and skips what it is told to', async () => {
+      host.mkdir(`${store}/d`);
+      host.write(`${store}/a.md`, 'a');
+      host.write(`${store}/d/b.md`, 'b');
+      host.write(`${store}/skip.md`, 's');
+      host.symlink(outside, `${store}/out`);
+      const files: string[] = [];
+      const blocked: string[] = [];
+      await folder.walk(
+        async (visit) => {
+          files.push(...visit.files.map((f) => f.wirePath));
+          blocked.push(...visit.blocked.map((b) => `${b.wirePath}: ${b.reason}`));
+        },
+        (_dir, entry) => entry.name === 'skip.md',
+      );
+      expect(files.sort()).toEqual(['/a.md', '/d/b.md']);
+      expect(blocked).toEqual(['/out: is a symlink']);
+    });
+
+    it.skipIf(kind === 'memfs')('a name that is not UTF-8 is reported, never read as a file', async () => {
+      nodeFs.writeFileSync(Buffer.concat([Buffer.from(`${store}/`), Buffer.from([0x6e, 0xff, 0x2e, 0x6d, 0x64])]), 'latin');
+      const blocked: string[] = [];
+      await folder.walk(async (visit) => void blocked.push(...visit.blocked.map((b) => b.reason)), () => false);
+      expect(blocked).toEqual([expect.stringMatching(/not UTF-8/)]);
+    });
+  });
+
+  describe('a folder swapped between two steps', () => {
+    it('pinned handles act on the opened folder wherever it went; unpinned ones refuse', async () => {
+      host.mkdir(`${store}/d`);
+      host.write(`${store}/d/a.md`, 'alpha');
+      const hooked = new SwapBefore(host.fs, 'openFile', '/a.md', () => {
+        host.rename(`${store}/d`, `${store}/moved`);
+        host.symlink(outside, `${store}/d`);
+      });
+      const swapped = await StoreFolder.open(hooked, store);
+      try {
+        const read = await swapped.read('/d/a.md');
+        if (kind === 'node-pinned') expect(read).toMatchObject({ kind: 'file', sha: sha256Hex('alpha') });
+        else expect(read).toMatchObject({ kind: 'other', code: 'swapped' });
+      } finally {
+        await swapped.close();
+      }
+      outsideUntouched();
+    });
+  });
+});
+
+/**
+ * Delegates to `inner` (keeping its handles pinned or not) and runs `swap` once, right before
+ * the first `op` whose path ends with `suffix`: the agent acting between the engine's steps.
+ */
+class SwapBefore implements FileSystem {
+  #armed = true;
+  constructor(
+    private readonly inner: FileSystem,
+    private readonly op: 'openFile' | 'writeFile' | 'rm',
+    private readonly suffix: string,
+    private readonly swap: () => void,
+  ) {}
+  #maybe(op: string, path: string): void {
+    if (this.#armed && op === this.op && path.endsWith(this.suffix)) {
+      this.#armed = false;
+      this.swap();
+    }
+  }
+  lstat = (p: string) => this.inner.lstat(p);
+  readdir = (p: string) => this.inner.readdir(p);
+  readFile = (p: string) => this.inner.readFile(p);
+  writeFile = (p: string, d: Uint8Array, o?: { mode?: number }) => (this.#maybe('writeFile', p), this.inner.writeFile(p, d, o));
+  mkdir = (p: string, o?: { mode?: number; recursive?: boolean }) => this.inner.mkdir(p, o);
+  rm = (p: string, o?: { recursive?: boolean }) => (this.#maybe('rm', p), this.inner.rm(p, o));
+  rename = (a: string, b: string) => this.inner.rename(a, b);
+  openDir = (p: string): Promise<DirHandle> => this.inner.openDir(p);
+  openFile = (p: string): Promise<OpenFile> => (this.#maybe('openFile', p), this.inner.openFile(p));
+}

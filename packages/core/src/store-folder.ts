@@ -1,4 +1,4 @@
-import { errorCode, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
+import { errorCode, fsError, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { pathSegments } from './memory-path.js';
 import { sha256Hex } from './sha256.js';
@@ -76,8 +76,24 @@ export interface FolderVisit {
 const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 
+/**
+ * Folders kept open between acts, by wire path, so a pass opens each folder once, not once per
+ * file. Past this many, further folders are opened per act and closed after it.
+ */
+const MAX_HELD_FOLDERS = 256;
+
 export class StoreFolder {
   #root: DirHandle;
+  /** Open subfolders reused by later acts; dropped (retired) when the root moves or at close. */
+  readonly #held = new Map<string, DirHandle>();
+  /**
+   * Acts in progress, and handles no act may start using any more. A retired handle is closed
+   * only once no act is in progress: a descriptor closed under an act that still holds its
+   * `/proc/self/fd/<n>` path could be reused by another open, and the act would land there.
+   */
+  #busy = 0;
+  #retired: DirHandle[] = [];
+  #closed = false;
 
   private constructor(
     private readonly fs: FileSystem,
@@ -98,7 +114,11 @@ export class StoreFolder {
    * agent replaced it), the handle moves to it: what the agent sees is what gets judged, and
    * every act stays relative to one opened folder.
    */
-  async locate(): Promise<'directory' | 'missing' | 'not_directory'> {
+  locate(): Promise<'directory' | 'missing' | 'not_directory'> {
+    return this.#act(() => this.#locate());
+  }
+
+  async #locate(): Promise<'directory' | 'missing' | 'not_directory'> {
     const stat = await this.fs.lstat(this.hostPath);
     if (stat === null) return 'missing';
     if (stat.type !== 'directory') return 'not_directory';
@@ -112,24 +132,33 @@ export class StoreFolder {
       if (code === 'ELOOP' || code === 'ENOTDIR') return 'not_directory';
       throw err;
     }
-    await this.#root.close();
+    this.#retire(this.#root, ...this.#held.values());
+    this.#held.clear();
     this.#root = next;
     return 'directory';
   }
 
   /** Whether the held folder is still the one at `hostPath`. */
-  async isAtHostPath(): Promise<boolean> {
+  isAtHostPath(): Promise<boolean> {
+    return this.#act(() => this.#isAtHostPath());
+  }
+
+  async #isAtHostPath(): Promise<boolean> {
     const stat = await this.fs.lstat(this.hostPath);
     return stat?.type === 'directory' && stat.dev === this.#root.dev && stat.ino === this.#root.ino;
   }
 
   /** Reads a file in the store folder's top level, bounded; for the marker. */
-  async readTopLevel(name: string, maxBytes: number): Promise<LocalRead> {
-    return this.#readIn(this.#root, name, `/${name}`, maxBytes);
+  readTopLevel(name: string, maxBytes: number): Promise<LocalRead> {
+    return this.#act(() => this.#readIn(this.#root, name, `/${name}`, maxBytes));
   }
 
   /** What is at `wirePath` now: the file with its sha, absent, or something never read. */
-  async read(wirePath: string): Promise<LocalRead> {
+  read(wirePath: string): Promise<LocalRead> {
+    return this.#act(() => this.#read(wirePath));
+  }
+
+  async #read(wirePath: string): Promise<LocalRead> {
     const segments = pathSegments(wirePath);
     let parent: OpenedParent;
     try {
@@ -157,7 +186,11 @@ export class StoreFolder {
    * a non-empty one is never touched. Throws FolderRefusal when a folder on the way is a link,
    * a file, or swapped.
    */
-  async write(wirePath: string, bytes: Uint8Array): Promise<void> {
+  write(wirePath: string, bytes: Uint8Array): Promise<void> {
+    return this.#act(() => this.#write(wirePath, bytes));
+  }
+
+  async #write(wirePath: string, bytes: Uint8Array): Promise<void> {
     const segments = pathSegments(wirePath);
     const parent = await this.#openParent(wirePath, segments, true);
     try {
@@ -177,13 +210,22 @@ export class StoreFolder {
       }
       await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
       await this.#verify(parent.dir, wirePath);
+      // A held folder the agent removed meanwhile still takes writes, which then reach no name:
+      // a removed folder has no links left, and a write into it did not happen for anyone.
+      if (parent.dir.pinned && (await this.fs.lstat(`${parent.dir.path}/.`))?.nlink === 0) {
+        throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+      }
     } finally {
       await parent.close();
     }
   }
 
   /** Removes the entry at `wirePath` (a file or a link; never what a link points at). */
-  async unlink(wirePath: string): Promise<void> {
+  unlink(wirePath: string): Promise<void> {
+    return this.#act(() => this.#unlink(wirePath));
+  }
+
+  async #unlink(wirePath: string): Promise<void> {
     const segments = pathSegments(wirePath);
     let parent: OpenedParent;
     try {
@@ -203,7 +245,11 @@ export class StoreFolder {
   }
 
   /** lstat of the entry at `wirePath` through its folder's handle; null when absent. */
-  async stat(wirePath: string): Promise<FileStat | null> {
+  stat(wirePath: string): Promise<FileStat | null> {
+    return this.#act(() => this.#stat(wirePath));
+  }
+
+  async #stat(wirePath: string): Promise<FileStat | null> {
     const segments = pathSegments(wirePath);
     let parent: OpenedParent;
     try {
@@ -221,15 +267,19 @@ export class StoreFolder {
   }
 
   /** Writes a top-level file (the marker) atomically. */
-  async writeTopLevel(name: string, bytes: Uint8Array): Promise<void> {
-    await this.#verify(this.#root, `/${name}`);
-    await this.fs.writeFile(`${this.#root.path}/${name}`, bytes, { mode: FILE_MODE });
+  writeTopLevel(name: string, bytes: Uint8Array): Promise<void> {
+    return this.#act(async () => {
+      await this.#verify(this.#root, `/${name}`);
+      await this.fs.writeFile(`${this.#root.path}/${name}`, bytes, { mode: FILE_MODE });
+    });
   }
 
   /** Names in the store folder's top level. */
-  async topLevelNames(): Promise<string[]> {
-    await this.#verify(this.#root, '/');
-    return (await this.#list(this.#root)).map((e) => e.name);
+  topLevelNames(): Promise<string[]> {
+    return this.#act(async () => {
+      await this.#verify(this.#root, '/');
+      return (await this.#list(this.#root)).map((e) => e.name);
+    });
   }
 
   /**
@@ -238,8 +288,8 @@ export class StoreFolder {
    * special entries are reported in `blocked`, never entered or read; `skip` leaves out entries
    * the caller does not sync (the marker, temp files) without reporting them.
    */
-  async walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean): Promise<void> {
-    await this.#walkFolder(this.#root, '', visit, skip);
+  walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean): Promise<void> {
+    return this.#act(() => this.#walkFolder(this.#root, '', visit, skip));
   }
 
   async #walkFolder(
@@ -304,8 +354,10 @@ export class StoreFolder {
    * own handle. The store folder's name is removed only while it still names the held folder.
    */
   async removeAll(): Promise<void> {
-    await this.#empty(this.#root, '/');
-    if (await this.isAtHostPath()) await this.fs.rm(this.hostPath);
+    await this.#act(async () => {
+      await this.#empty(this.#root, '/');
+      if (await this.#isAtHostPath()) await this.fs.rm(this.hostPath);
+    });
     await this.close();
   }
 
@@ -335,8 +387,46 @@ export class StoreFolder {
     }
   }
 
+  /**
+   * Lets go of the subfolders held open since the last release (closed once no act is in
+   * progress). Called after each pass, so a folder the agent replaces between passes is opened
+   * afresh by the next one.
+   */
+  release(): void {
+    this.#retire(...this.#held.values());
+    this.#held.clear();
+    if (this.#busy === 0) void this.#closeRetired();
+  }
+
+  /**
+   * Closes the folder's handles once no act is in progress (an act cut off by a time bound may
+   * still be finishing). Acts after this throw EBADF.
+   */
   async close(): Promise<void> {
-    await this.#root.close();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#retire(this.#root, ...this.#held.values());
+    this.#held.clear();
+    if (this.#busy === 0) await this.#closeRetired();
+  }
+
+  async #act<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw fsError('EBADF', 'open', this.hostPath, 'store folder already closed');
+    this.#busy++;
+    try {
+      return await work();
+    } finally {
+      this.#busy--;
+      if (this.#busy === 0 && this.#retired.length > 0) await this.#closeRetired();
+    }
+  }
+
+  #retire(...handles: DirHandle[]): void {
+    this.#retired.push(...handles);
+  }
+
+  async #closeRetired(): Promise<void> {
+    for (const handle of this.#retired.splice(0)) await handle.close().catch(() => {});
   }
 
   /**
@@ -385,15 +475,21 @@ export class StoreFolder {
    * its mkdir is refused, not entered.
    */
   async #openParent(wirePath: string, segments: readonly string[], create: boolean): Promise<OpenedParent> {
-    const opened: DirHandle[] = [];
+    // Handles opened for this act alone (the cache was full); closed when it ends.
+    const own: DirHandle[] = [];
     const close = async () => {
-      for (const handle of opened.reverse()) await handle.close();
+      for (const handle of own.reverse()) await handle.close();
     };
     let dir = this.#root;
     try {
       for (let i = 0; i < segments.length - 1; i++) {
         const name = segments[i]!;
         const wireDir = `/${segments.slice(0, i + 1).join('/')}`;
+        const held = this.#held.get(wireDir);
+        if (held) {
+          dir = held;
+          continue;
+        }
         let child: DirHandle;
         try {
           child = await this.#openChild(dir, name, wireDir);
@@ -408,14 +504,25 @@ export class StoreFolder {
           }
           child = await this.#openChild(dir, name, wireDir);
         }
-        opened.push(child);
-        dir = child;
+        dir = this.#hold(wireDir, child, own);
       }
     } catch (err) {
       await close();
       throw err;
     }
     return { dir, close };
+  }
+
+  /** Keeps `child` for later acts when there is room (or another act kept one first); else it is this act's own. */
+  #hold(wireDir: string, child: DirHandle, own: DirHandle[]): DirHandle {
+    const kept = this.#held.get(wireDir);
+    if (kept) {
+      own.push(child);
+      return kept;
+    }
+    if (this.#held.size < MAX_HELD_FOLDERS) this.#held.set(wireDir, child);
+    else own.push(child);
+    return child;
   }
 
   async #openChild(dir: DirHandle, name: string, wireDir: string): Promise<DirHandle> {

@@ -126,6 +126,7 @@ export class StoreSync {
         }),
       ),
     );
+    folder.release();
     logger.debug('downloaded', { path: this.mount.path, memories: written.length });
     return { written: written.sort(), skipped: [...skipped, ...unmountable] };
   }
@@ -139,6 +140,8 @@ export class StoreSync {
       report.status = opts.signal.aborted ? 'skipped' : 'failed';
       report.reason = opts.signal.aborted ? 'cut off by the time bound' : describe(err);
       if (!opts.signal.aborted) this.deps.logger.warn('sync failed for this store', { path: this.mount.path, error: report.reason });
+    } finally {
+      this.#folder.release();
     }
     return report;
   }

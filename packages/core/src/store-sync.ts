@@ -14,6 +14,7 @@ import { scanStore, type LocalSnapshot } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
+import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
 
@@ -43,6 +44,8 @@ export interface PassOptions {
  */
 export class StoreSync {
   readonly state: SyncState = emptySyncState();
+  /** The last trusted scan, so finalize can name local changes a failed flush never pushed. */
+  lastScan: LastScan | null = null;
   /** Whether the disk under this store folds case (/A.md and /a.md one file); probed at download. */
   #caseInsensitive = false;
 
@@ -162,6 +165,7 @@ export class StoreSync {
       case 'trusted':
         break;
     }
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(state.baseline) };
 
     for (const [path, reason] of snapshot.blocked) {
       report.skippedPaths.push({ path, reason });

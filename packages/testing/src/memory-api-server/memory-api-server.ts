@@ -72,6 +72,8 @@ export class MemoryApiServer {
   #closing = false;
   /** Connections of requests held by a `'hang'` fault: closed by `close()`. */
   readonly #hung = new Set<Socket>();
+  /** Every open connection, so `close()` can drop the ones no request will ever finish on. */
+  readonly #sockets = new Set<Socket>();
 
   constructor(options: MemoryApiServerOptions = {}) {
     this.#options = options;
@@ -85,6 +87,10 @@ export class MemoryApiServer {
   async start(): Promise<string> {
     if (this.#server) throw new Error('MemoryApiServer is already started');
     const server = createServer((req, res) => void this.#handle(server, req, res));
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -101,7 +107,9 @@ export class MemoryApiServer {
   /**
    * Stops listening, lets requests in flight finish, and closes keep-alive sockets as they go
    * idle: the SDK's fetch keeps connections open, and `server.close()` alone would wait on them.
-   * Requests held by a `'hang'` fault are never answered: their connections are dropped.
+   * Requests held by a `'hang'` fault are never answered: their connections are dropped, and so
+   * are connections that never carried a request (a client that gave up on a request before
+   * sending it may leave one open, which Node does not count as idle).
    */
   async close(): Promise<void> {
     const server = this.#server;
@@ -110,7 +118,7 @@ export class MemoryApiServer {
     this.#closing = true;
     const closed = new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     server.closeIdleConnections();
-    for (const socket of this.#hung) socket.destroy();
+    for (const socket of this.#sockets) if (this.#hung.has(socket) || socket.bytesRead === 0) socket.destroy();
     this.#hung.clear();
     try {
       await closed;

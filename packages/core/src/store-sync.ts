@@ -147,6 +147,7 @@ export class StoreSync {
         return;
       case 'redownload':
         if (opts.pushOnly) {
+          this.keepScan(snapshot); // files made since the wipe are not pushed: finalize names them
           report.status = 'skipped';
           report.reason = `${verdict.reason}; a push-only flush does not re-download`;
           return;
@@ -165,7 +166,7 @@ export class StoreSync {
       case 'trusted':
         break;
     }
-    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(state.baseline) };
+    this.keepScan(snapshot);
 
     for (const [path, reason] of snapshot.blocked) {
       report.skippedPaths.push({ path, reason });
@@ -212,6 +213,10 @@ export class StoreSync {
       },
       plan.actions,
     );
+  }
+
+  private keepScan(snapshot: LocalSnapshot): void {
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(this.state.baseline) };
   }
 
   /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */

@@ -66,7 +66,8 @@ const CHANGE_TEXT: Record<LocalChange, string> = {
  * conflict the store wins, or skipped at the last-moment re-check. (It never sends deletions, so
  * those are not named; the final sync reports the ones it held back in `pendingDeletions`.)
  * When it could not plan (the listing failed or a time bound cut it off), nothing was pushed:
- * every local difference of the last trusted scan is named, with the flush's reason.
+ * every local difference of the last trusted scan is named, with the flush's reason. When it
+ * found the folder wiped (and a flush never re-downloads), the files made since are named.
  */
 export function unpushedChanges(
   flush: StoreSyncReport,
@@ -78,8 +79,11 @@ export function unpushedChanges(
     ? localChanges({ baseline, files: lastScan.files, baselineAtScan: lastScan.baseline, blocked: lastScan.blocked })
     : [];
   if (!flushPlanned(flush)) {
-    if (!couldNotRun(flush)) return [];
-    return differences.map(({ path, change }) => ({ path, reason: `${CHANGE_TEXT[change]}; not pushed: ${flush.reason ?? flush.status}` }));
+    const named = (d: { path: string; change: LocalChange }) => ({ path: d.path, reason: `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}` });
+    // A wiped folder is not re-downloaded by a flush; files made since are still the agent's
+    // (the missing ones are the wipe, not deletions).
+    if (wipedFolder(flush)) return differences.filter((d) => d.change !== 'deleted').map(named);
+    return couldNotRun(flush) ? differences.map(named) : [];
   }
   const named = new Map<string, string>();
   const name = (path: string | undefined, reason: string) => {
@@ -102,6 +106,11 @@ function flushPlanned(flush: StoreSyncReport): boolean {
 /** The flush could not plan for a reason that leaves local changes behind (not a distrusted or vanished folder). */
 function couldNotRun(flush: StoreSyncReport): boolean {
   return flush.status === 'failed' || (flush.status === 'skipped' && /time bound/.test(flush.reason ?? ''));
+}
+
+/** The flush found the folder wiped, emptied or gone, and does not re-download. */
+function wipedFolder(flush: StoreSyncReport): boolean {
+  return flush.status === 'skipped' && /does not re-download/.test(flush.reason ?? '');
 }
 
 function isBlocked(path: string, blocked: ReadonlyMap<string, string>): boolean {

@@ -238,6 +238,22 @@ describe('unavailable: retried inside the window where the store makes a repeat 
   });
 });
 
+describe('unpushed names what a flush could not send for other reasons', () => {
+  const h = useHarness('memfs');
+
+  it('an aborted finalize of a wiped folder names the files made after the wipe', async () => {
+    const m = await h.mountNotes();
+    for (const path of ['/a.md', '/b.md', '/d/c.md']) await h.remove(`${h.notesDir}${path}`);
+    await h.write(`${h.notesDir}/g/h.md`, 'made after the wipe');
+    const report = await m.finalize({ outcome: 'aborted' });
+    expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/wiped/) });
+    expect(report.unpushed).toEqual([
+      { memoryStoreId: STORE, path: '/g/h.md', reason: expect.stringMatching(/^new local file; not pushed: .*wiped/) },
+    ]);
+    expect(report.removed).toEqual([h.notesDir]);
+  });
+});
+
 describe('reconcile and finalize keep their shapes', () => {
   const h = useHarness('memfs');
 

@@ -117,6 +117,15 @@ describe('unpushedChanges', () => {
     expect(unpushedChanges(flushReport({ status: 'skipped', reason: 'folder not trusted: marker' }), baseline, scan)).toEqual([]);
   });
 
+  it('a flush that found the folder wiped (and never re-downloads): the files made since, not the wiped ones', () => {
+    const wiped = flushReport({
+      status: 'skipped',
+      reason: 'every memory file is gone at once (folder wiped); a push-only flush does not re-download',
+    });
+    const afterWipe: LastScan = { files: filesOf({ '/g/h.md': 'H' }), blocked: new Map(), baseline };
+    expect(unpushedChanges(wiped, baseline, afterWipe)).toEqual([{ path: '/g/h.md', reason: `new local file; not pushed: ${wiped.reason}` }]);
+  });
+
   it('no scan ever taken: nothing is known to name', () => {
     expect(unpushedChanges(flushReport({ status: 'failed', reason: 'x' }), baseline, null)).toEqual([]);
   });

@@ -17,7 +17,7 @@ import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableT
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { runSessionWithMemory } from '@memory-mounter/anthropic';
-import { MemoryMounter, type Access, type FinalizeReport } from '@memory-mounter/core';
+import { MemoryMounter, StoreError, type Access, type FinalizeReport, type MemoryMounterOptions } from '@memory-mounter/core';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { journalToolFor } from '../src/journal-tool.js';
 
@@ -36,7 +36,7 @@ describe('the journal tool, with its memory', () => {
   let tool: BetaRunnableTool;
 
   /** Mounts the journal store the way a worker does before the agent's first tool call. */
-  async function startSession(access: Access = 'read_write') {
+  async function startSession(access: Access = 'read_write', options: Partial<MemoryMounterOptions> = {}) {
     now = START;
     // The operator's /mnt/memory, empty. `null` makes a directory.
     fs = new MemfsFileSystem({ '/mnt/memory': null });
@@ -44,7 +44,7 @@ describe('the journal tool, with its memory', () => {
     store = new InMemoryStoreClient({ now: () => now });
     store.seed(STORE_ID, { '/journal.md': SEED });
 
-    mounter = new MemoryMounter({ storeClient: store, fileSystem: fs, now: () => now, memory_sync_interval: 15 });
+    mounter = new MemoryMounter({ storeClient: store, fileSystem: fs, now: () => now, memory_sync_interval: 15, ...options });
     const [journal] = await mounter.materialize([
       { type: 'memory_store', memory_store_id: STORE_ID, name: 'Journal', access },
     ]);
@@ -75,15 +75,29 @@ describe('the journal tool, with its memory', () => {
     expect(store.requests.filter((r) => r.op === 'update')).toMatchObject([{ storeId: STORE_ID, at: START + 15 * SECONDS }]);
   });
 
-  it('a failed push never fails the call; the next due sync delivers it', async () => {
+  it('a 503 on a push is retried inside the same sync', async () => {
     // The service answers the next update with a 503. It changes nothing.
     store.failNext('update', 'unavailable');
 
     now += 15 * SECONDS;
-    await expect(tool.run({ entry: 'During the outage' })).resolves.toBe('added to journal.md');
-    expect(store.count('update')).toBe(1); // the push was tried ...
-    expect(inStore()).toBe(SEED); // ... and did not land
+    await expect(tool.run({ entry: 'During a blip' })).resolves.toBe('added to journal.md');
+    // The update carries the content's expected sha, so sending it again is safe: it was.
+    expect(store.count('update')).toBe(2);
+    expect(inStore()).toBe(`${SEED}- 2026-01-05 During a blip\n`);
+  });
 
+  it('an outage longer than syncTimeout never fails the call; the next due sync delivers it', async () => {
+    // Retries stop at syncTimeout, so the tool call is never held longer (plus about 1 s).
+    await startSession('read_write', { syncTimeout: 0.3 });
+    let down = true;
+    const update = store.update.bind(store);
+    store.update = (...args) => (down ? Promise.reject(new StoreError('unavailable', 'HTTP 503')) : update(...args));
+
+    now += 15 * SECONDS;
+    await expect(tool.run({ entry: 'During the outage' })).resolves.toBe('added to journal.md');
+    expect(inStore()).toBe(SEED); // the push did not land
+
+    down = false;
     now += 15 * SECONDS;
     await tool.run({ entry: 'After it' });
 

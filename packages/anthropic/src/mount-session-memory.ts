@@ -17,7 +17,10 @@ export interface SessionLike {
 }
 
 export interface MountSessionMemoryOptions
-  extends Pick<MemoryMounterOptions, 'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'now'> {
+  extends Pick<
+    MemoryMounterOptions,
+    'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'requestTimeout' | 'syncTimeout' | 'now'
+  > {
   /** The worker's client. Its credential is only used to fetch the session when no token is found. */
   client: Anthropic;
   /** The session, already fetched; or its id, to fetch it with the sessions token. */
@@ -60,7 +63,17 @@ export async function mountSessionMemory(options: MountSessionMemoryOptions): Pr
   }
   const mounter = new MemoryMounter({
     storeClient: new AnthropicStoreClient({ client: scoped }),
-    ...pick(options, ['fileSystem', 'memoryRoot', 'deleteGracePeriod', 'finalSyncTimeout', 'now', 'logger', 'memory_sync_deletions']),
+    ...pick(options, [
+      'fileSystem',
+      'memoryRoot',
+      'deleteGracePeriod',
+      'finalSyncTimeout',
+      'requestTimeout',
+      'syncTimeout',
+      'now',
+      'logger',
+      'memory_sync_deletions',
+    ]),
     ...(options.memory_sync_interval !== undefined && { memory_sync_interval: options.memory_sync_interval }),
   });
   await mounter.materialize(session.resources);

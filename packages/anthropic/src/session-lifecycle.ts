@@ -47,7 +47,10 @@ function logFinalize(logger: Logger, report: FinalizeReport): void {
     removed: report.removed,
     left_in_place: report.leftInPlace,
     timed_out: report.timedOut,
+    unpushed: report.unpushed,
   };
-  if (cutOff || report.leftInPlace.length > 0) logger.warn('memory finalized with work cut off or folders left in place', fields);
+  if (cutOff || report.leftInPlace.length > 0 || report.unpushed.length > 0) {
+    logger.warn('memory finalized with work cut off or folders left in place', fields);
+  }
   else logger.info('memory finalized', fields);
 }

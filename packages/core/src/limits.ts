@@ -13,3 +13,5 @@ export const MARKER_FILE = '.anthropic-memory-store';
 export const DEFAULT_SYNC_INTERVAL_S = 15;
 export const DEFAULT_DELETE_GRACE_S = 30;
 export const DEFAULT_FINAL_SYNC_TIMEOUT_S = 30;
+export const DEFAULT_REQUEST_TIMEOUT_S = 30;
+export const DEFAULT_SYNC_TIMEOUT_S = 60;

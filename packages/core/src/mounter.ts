@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { BoundedStoreClient } from './bounded-store-client.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { storeLogger } from './logger.js';
@@ -10,8 +11,10 @@ import { resolveOptions, type ResolvedOptions } from './options.js';
 import type { FinalizeReport, StoreSyncReport, SyncReport } from './reports.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
+import type { StoreClient } from './store-client.js';
 import type { MemoryMounterOptions, MountedStore } from './types.js';
 import { MARKER_FILE } from './limits.js';
+import { unpushedChanges } from './unpushed.js';
 
 /** Transfers in flight per store within one pass. */
 const TRANSFERS_PER_STORE = 8;
@@ -24,11 +27,18 @@ const ABORT_SETTLE_MS = 1_000;
  * when the session ends (SPEC 4).
  *
  * Invariant: at most one pass runs at a time. `reconcile` calls that arrive during a pass share
- * it (`#running`) instead of queueing another, and `finalize` waits for it before its own passes.
+ * it (`#running`) instead of queueing another; `finalize` stops it (and a materialize still
+ * downloading) and waits for it to wind down before its own passes.
+ *
+ * Time bounds (SPEC 6.2): every store call goes through a BoundedStoreClient (`requestTimeout`,
+ * retries within the pass); each reconcile pass and materialize's download get a signal that
+ * aborts at `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
  */
 export class MemoryMounter {
   readonly #options: ResolvedOptions;
   readonly #fs: FileSystem;
+  /** The host's StoreClient, bounded by `requestTimeout` and retrying where that is safe. */
+  readonly #client: StoreClient;
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
@@ -36,11 +46,17 @@ export class MemoryMounter {
   #running: Promise<SyncReport> | null = null;
   /** In flight while materialize runs, so a finalize that arrives meanwhile waits for it. */
   #materializing: Promise<unknown> | null = null;
+  /** Aborts the pass in `#running`, or materialize's download: finalize stops them with it. */
+  #inFlight: AbortController | null = null;
 
   constructor(options: MemoryMounterOptions) {
     this.#options = resolveOptions(options);
     // Built here, not on first use, so a platform without O_NOFOLLOW fails at construction.
     this.#fs = this.#options.fileSystem ?? new NodeFileSystem();
+    this.#client = new BoundedStoreClient(this.#options.storeClient, {
+      requestTimeoutMs: this.#options.requestTimeoutMs,
+      logger: this.#options.logger,
+    });
   }
 
   /** The stores mounted by `materialize`, in resource order; empty before it and after `finalize`. */
@@ -70,16 +86,20 @@ export class MemoryMounter {
         'materialize() runs once per MemoryMounter',
       );
     }
-    const run = this.mountAll(resources);
+    // Set before the first await, so a finalize arriving at any moment of materialize stops it.
+    const stop = new AbortController();
+    this.#inFlight = stop;
+    const run = this.mountAll(resources, stop);
     this.#materializing = run;
     try {
       return await run;
     } finally {
       this.#materializing = null;
+      this.#inFlight = null;
     }
   }
 
-  private async mountAll<R extends { type: string }>(resources: readonly R[]): Promise<MountedStore[]> {
+  private async mountAll<R extends { type: string }>(resources: readonly R[], stop: AbortController): Promise<MountedStore[]> {
     const { memoryRoot, logger } = this.#options;
     const mounts = resolveMounts(resources, memoryRoot);
     const fs = this.#fs;
@@ -92,7 +112,7 @@ export class MemoryMounter {
         const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
         stores.push(
           new StoreSync(mount, folder, {
-            client: this.#options.storeClient,
+            client: this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
             concurrency: TRANSFERS_PER_STORE,
@@ -101,8 +121,18 @@ export class MemoryMounter {
           }),
         );
       }
-      const never = new AbortController().signal;
-      const results = await Promise.allSettled(stores.map((store) => store.download(never)));
+      // The download is bounded like a pass; finalize() may stop it sooner through `stop`.
+      const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs, stop);
+      let results: PromiseSettledResult<unknown>[];
+      try {
+        results = await Promise.allSettled(stores.map((store) => store.download(bound.signal)));
+      } finally {
+        bound.clear();
+      }
+      // Stopped after the last call answered: all or nothing still holds, nothing is kept.
+      if (bound.signal.aborted && stores.length > 0 && results.every((r) => r.status === 'fulfilled')) {
+        results = [{ status: 'rejected', reason: bound.signal.reason }];
+      }
       const failed = results.findIndex((r) => r.status === 'rejected');
       if (failed >= 0) {
         const store = stores[failed]!.mount;
@@ -145,11 +175,15 @@ export class MemoryMounter {
     const started = this.#options.now();
     if (!opts.force && started - this.#lastSyncAt < this.#options.syncIntervalMs) return Promise.resolve(null);
     this.#lastSyncAt = started;
+    const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs);
+    this.#inFlight = bound.controller;
     const run = this.syncAll(
-      { now: started, graceMs: this.#options.deleteGraceMs, pushOnly: false, signal: new AbortController().signal },
+      { now: started, graceMs: this.#options.deleteGraceMs, pushOnly: false, signal: bound.signal },
       opts.force === true,
     );
     this.#running = run.finally(() => {
+      bound.clear();
+      this.#inFlight = null;
       this.#running = null;
     });
     return this.#running;
@@ -157,8 +191,10 @@ export class MemoryMounter {
 
   /**
    * Ends the session's mounts: `completed` runs a final sync (deletion grace waived) then a
-   * push-only flush; `aborted` only the flush. Each is bounded by `finalSyncTimeout`. Then the
-   * folders this mounter created are removed, unless their marker check fails.
+   * push-only flush; `aborted` only the flush. A pass or materialize still running is stopped
+   * first. All of it shares one `finalSyncTimeout` deadline from this call. Then the folders this
+   * mounter created are removed, unless their marker check fails. Resolves within
+   * `finalSyncTimeout` + about 1 s of wind-down, plus the folder removal.
    */
   async finalize(opts: { outcome?: 'completed' | 'aborted' } = {}): Promise<FinalizeReport> {
     const outcome = opts.outcome ?? 'completed';
@@ -169,22 +205,26 @@ export class MemoryMounter {
       throw new MemoryLifecycleError('finalized', 'finalize() was already called');
     }
     this.#phase = 'finalizing';
-    // A materialize or a sync still running finishes first: finalize tears down what it made.
-    await this.#materializing?.catch(() => undefined);
-    await this.#running?.catch(() => undefined);
-    const wasMounted = this.#stores.length > 0;
-
+    // One deadline for everything below, from this call.
+    const deadline = timeBound('finalSyncTimeout', this.#options.finalSyncTimeoutMs);
     const report: FinalizeReport = {
       outcome,
       sync: null,
       flush: { startedAt: this.#options.now(), finishedAt: this.#options.now(), forced: true, stores: [] },
       timedOut: { sync: false, flush: false },
+      unpushed: [],
       removed: [],
       leftInPlace: [],
     };
     try {
-      if (wasMounted) await this.finalStages(outcome, report);
+      // A materialize or a pass still running is stopped, not waited for: the final sync does its
+      // work anyway. Its wind-down is bounded (ABORT_SETTLE_MS), and by the deadline too.
+      this.#inFlight?.abort(new Error('stopped by finalize()'));
+      const stopping = Promise.allSettled([this.#materializing, this.#running]);
+      await untilAborted(stopping, deadline.signal);
+      if (this.#stores.length > 0) await this.finalStages(outcome, report, deadline.signal);
     } finally {
+      deadline.clear();
       this.#phase = 'finalized';
     }
     for (const { mount } of this.#stores) {
@@ -203,19 +243,22 @@ export class MemoryMounter {
     return report;
   }
 
-  private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport): Promise<void> {
-    // Both final passes waive the grace period, each under its own time bound.
-    const finalPass = (pushOnly: boolean) =>
-      this.bounded((signal) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly, signal }, true));
+  private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport, deadline: AbortSignal): Promise<void> {
+    // Both final passes waive the grace period and share the deadline: once it has passed, a pass
+    // starts nothing and is reported cut off at once, so the two never add up past it.
+    const finalPass = (pushOnly: boolean) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly, signal: deadline }, true);
     if (outcome === 'completed') {
-      const { result, timedOut } = await finalPass(false);
-      report.sync = result;
-      report.timedOut.sync = timedOut;
+      report.sync = await finalPass(false);
+      report.timedOut.sync = deadline.aborted;
     }
-    const { result, timedOut } = await finalPass(true);
-    report.flush = result;
-    report.timedOut.flush = timedOut;
-    warnUnpushed(this.#options.logger, report.flush);
+    report.flush = await finalPass(true);
+    report.timedOut.flush = deadline.aborted;
+    for (const s of report.flush.stores) {
+      const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
+      if (!store) continue;
+      for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
+    }
+    warnUnpushed(this.#options.logger, report);
     await this.removeFolders(this.#created, report, true, this.#stores);
   }
 
@@ -291,18 +334,8 @@ export class MemoryMounter {
     const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
     const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
     logSummary(this.#options.logger, report);
+    if (pass.signal.aborted) warnCutOff(this.#options.logger, report, pass.signal.reason);
     return report;
-  }
-
-  private async bounded<T>(work: (signal: AbortSignal) => Promise<T>): Promise<{ result: T; timedOut: boolean }> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('finalSyncTimeout elapsed')), this.#options.finalSyncTimeoutMs);
-    try {
-      const result = await work(controller.signal);
-      return { result, timedOut: controller.signal.aborted };
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   private async removeFolders(
@@ -339,7 +372,8 @@ export class MemoryMounter {
 
 /**
  * SPEC 4.5 removes the folders even when the flush could not push everything; say loudly which
- * local changes go with them, so an operator can tell a lost edit from a quiet session.
+ * local changes go with them, each with its reason, so an operator can tell a lost edit from a
+ * quiet session.
  */
 /**
  * `path` (absolute, not normalised) has a `..` segment and passes through `memoryRoot` or below
@@ -358,20 +392,55 @@ function dotDotUnder(memoryRoot: string, path: string): boolean {
   return false;
 }
 
-function warnUnpushed(logger: ResolvedOptions['logger'], flush: SyncReport): void {
-  for (const s of flush.stores) {
+function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport): void {
+  for (const s of report.flush.stores) {
     if (s.access !== 'read_write') continue;
-    const failed = s.errors.filter((e) => e.operation === 'push').map((e) => e.path);
-    const lost = [...new Set([...s.cutOff, ...failed])];
+    const lost = report.unpushed.filter((u) => u.memoryStoreId === s.memoryStoreId);
     const notRun = s.status === 'failed' || (s.status === 'skipped' && s.reason?.includes('time bound'));
     if (lost.length > 0 || notRun) {
       logger.warn('finalize: local changes not pushed before the folder is removed', {
         memory_store_id: s.memoryStoreId,
         path: s.path,
-        paths: lost,
+        paths: lost.map((u) => u.path),
+        unpushed: lost.map(({ path, reason }) => ({ path, reason })),
         ...(notRun && { reason: s.reason }),
       });
     }
+  }
+}
+
+/** A time bound cut a pass off: say which, per store, with what it kept from starting. */
+function warnCutOff(logger: ResolvedOptions['logger'], report: SyncReport, reason: unknown): void {
+  const bound = reason instanceof Error ? reason.message : String(reason);
+  for (const s of report.stores) {
+    const cut = s.cutOff.length > 0 || (s.status === 'skipped' && /time bound/.test(s.reason ?? ''));
+    if (!cut) continue;
+    logger.warn('sync pass cut off by a time bound', { memory_store_id: s.memoryStoreId, path: s.path, bound, cut_off: s.cutOff });
+  }
+}
+
+/** A deadline: its signal aborts `ms` from now, with a reason naming the option. */
+function timeBound(
+  option: string,
+  ms: number,
+  controller = new AbortController(),
+): { controller: AbortController; signal: AbortSignal; clear: () => void } {
+  const timer = setTimeout(() => controller.abort(new Error(`${option} (${ms / 1000} s) ran out`)), ms);
+  return { controller, signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+/** Waits for `work`, or until `signal` aborts, whichever comes first. */
+async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
+  let onAbort!: () => void;
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

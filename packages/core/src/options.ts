@@ -4,7 +4,9 @@ import type { FileSystem } from './file-system.js';
 import {
   DEFAULT_DELETE_GRACE_S,
   DEFAULT_FINAL_SYNC_TIMEOUT_S,
+  DEFAULT_REQUEST_TIMEOUT_S,
   DEFAULT_SYNC_INTERVAL_S,
+  DEFAULT_SYNC_TIMEOUT_S,
   MOUNT_PREFIX,
 } from './limits.js';
 import { debugLogger } from './logger.js';
@@ -21,6 +23,10 @@ export interface ResolvedOptions {
   deletionMode: DeletionMode;
   deleteGraceMs: number;
   finalSyncTimeoutMs: number;
+  /** Past this, one store call is abandoned (and retried where that is safe). */
+  requestTimeoutMs: number;
+  /** Past this, a reconcile pass (or materialize's download) is cut off. */
+  syncTimeoutMs: number;
   now: () => number;
   logger: Logger;
 }
@@ -58,7 +64,9 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
-    finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout) * 1000,
+    finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout') * 1000,
+    requestTimeoutMs: timerSeconds(options.requestTimeout, DEFAULT_REQUEST_TIMEOUT_S, 'requestTimeout') * 1000,
+    syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -74,13 +82,14 @@ function seconds(value: unknown, fallback: number, option: string, zeroAllowed: 
   return value as number;
 }
 
-/** Node timers fire at once past 2^31 - 1 ms, which would cut the final sync off before it starts. */
+/** Node timers fire at once past 2^31 - 1 ms, which would cut the bounded work off before it starts. */
 const MAX_TIMER_S = Math.floor((2 ** 31 - 1) / 1000);
 
-function timerSeconds(value: unknown): number {
-  const s = seconds(value, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout', false);
+/** A time bound: seconds > 0 that a Node timer can hold. */
+function timerSeconds(value: unknown, fallback: number, option: string): number {
+  const s = seconds(value, fallback, option, false);
   if (s > MAX_TIMER_S) {
-    throw new MemoryConfigError(`finalSyncTimeout must be at most ${MAX_TIMER_S} seconds; got ${s}`, 'finalSyncTimeout');
+    throw new MemoryConfigError(`${option} must be at most ${MAX_TIMER_S} seconds; got ${s}`, option);
   }
   return s;
 }

@@ -59,8 +59,18 @@ export interface FinalizeReport {
   sync: SyncReport | null;
   /** The push-only flush that follows. */
   flush: SyncReport;
-  /** Which phases ran out of `finalSyncTimeout`. */
+  /**
+   * Which phases the `finalSyncTimeout` deadline (one for the whole finalize) cut off. Once it
+   * has passed, a phase not yet started is skipped and counts as cut off.
+   */
   timedOut: { sync: boolean; flush: boolean };
+  /**
+   * Every local change of a read-write store that is not in the store when finalize ends, with
+   * the reason: a push cut off, failed or refused, a conflict the store wins, or, when the flush
+   * could not plan at all (listing failed, deadline passed), each local difference from the
+   * baseline that the last scan of the folder saw. Empty when everything was pushed.
+   */
+  unpushed: { memoryStoreId: string; path: string; reason: string }[];
   /** Host directories this mounter created and removed. */
   removed: string[];
   /** Host directories left in place, with the reason (failed marker check, not empty, ...). */

@@ -13,6 +13,7 @@ import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
 import { FolderRefusal, type StoreFolder } from './store-folder.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
+import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
 
@@ -44,6 +45,8 @@ export interface PassOptions {
  */
 export class StoreSync {
   readonly state: SyncState = emptySyncState();
+  /** The last trusted scan, so finalize can name local changes a failed flush never pushed. */
+  lastScan: LastScan | null = null;
   /** Whether the disk under this store folds case (/A.md and /a.md one file); probed at download. */
   #caseInsensitive = false;
   /** The confined store folder: all disk access of this store goes through it. */
@@ -176,6 +179,7 @@ export class StoreSync {
         return;
       case 'redownload':
         if (opts.pushOnly) {
+          this.keepScan(snapshot); // files made since the wipe are not pushed: finalize names them
           report.status = 'skipped';
           report.reason = `${verdict.reason}; a push-only flush does not re-download`;
           return;
@@ -196,6 +200,7 @@ export class StoreSync {
       case 'trusted':
         break;
     }
+    this.keepScan(snapshot);
 
     for (const [path, reason] of snapshot.blocked) {
       report.skippedPaths.push({ path, reason });
@@ -241,6 +246,10 @@ export class StoreSync {
       },
       plan.actions,
     );
+  }
+
+  private keepScan(snapshot: LocalSnapshot): void {
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(this.state.baseline) };
   }
 
   /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */

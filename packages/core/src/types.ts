@@ -47,8 +47,27 @@ export interface MemoryMounterOptions {
   memory_sync_deletions?: DeletionMode;
   /** Seconds a file must stay missing before its remote delete is sent. Default 30. */
   deleteGracePeriod?: number;
-  /** Seconds that bound the final sync and, separately, the flush. Default 30. */
+  /**
+   * Seconds that bound the whole of `finalize()`, measured from the call: stopping a pass still
+   * running, the final sync and the push-only flush share this one deadline, and finalize returns
+   * within it plus at most 2 s of wind-down and folder removal. A finite number > 0, at most
+   * 2,147,483 (the longest Node timer). Default 30.
+   */
   finalSyncTimeout?: number;
+  /**
+   * Seconds one store call (one request; one page of a listing) may take. Past it the call is
+   * abandoned, its signal aborted, and it fails as `unavailable` ("timed out after N s"): retried
+   * within the pass where the store's preconditions make a repeat safe. A finite number > 0, at
+   * most 2,147,483. Default 30.
+   */
+  requestTimeout?: number;
+  /**
+   * Seconds one reconcile pass may take, and so how long a tool call wrapped by `withMemorySync`
+   * may wait for it (plus about 1 s of wind-down). Also bounds `materialize()`'s download. Retries
+   * of failed store calls stop at this deadline. A finite number > 0, at most 2,147,483.
+   * Default 60.
+   */
+  syncTimeout?: number;
   /** Clock in ms. Default `Date.now`. */
   now?: () => number;
   /** Default: the `debug` package, namespaces `memory-mounter:*`. */

@@ -105,12 +105,14 @@ describe.each(DISKS)('finalize on %s', (disk) => {
 
     it('the flush pushes a file still changed after the final sync', async () => {
       const m = await h.mountNotes();
-      await h.write(`${dir}/a.md`, 'alpha, edited');
-      h.client.failNext('update', 'unavailable');
+      await h.write(`${dir}/n.md`, 'new, unsent');
+      // A create is never retried within a pass, so the final sync leaves it to the flush.
+      h.client.failNext('create', 'unavailable');
       const report = await m.finalize();
-      expect(report.sync!.stores[0]!.errors).toMatchObject([{ path: '/a.md', kind: 'unavailable' }]);
-      expect(report.flush.stores[0]!.pushed).toEqual(['/a.md']);
-      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited');
+      expect(report.sync!.stores[0]!.errors).toMatchObject([{ path: '/n.md', kind: 'unavailable' }]);
+      expect(report.flush.stores[0]!.pushed).toEqual(['/n.md']);
+      expect(h.client.snapshot(STORE)['/n.md']).toBe('new, unsent');
+      expect(report.unpushed).toEqual([]);
     });
   });
 
@@ -290,8 +292,9 @@ describe.each(DISKS)('finalize on %s', (disk) => {
   });
 
   describe('never throws for sync problems', () => {
+    // An unavailable store is retried up to the deadline: time-bounds.test.ts has those cases.
     const failures: [string, (h: Harness, fs: FaultyFileSystem, dir: string) => Promise<void> | void][] = [
-      ['the store is unavailable', (h) => h.client.failNext('list', 'unavailable', 10)],
+      ['the store does not know the store id', (h) => h.client.failNext('list', 'not_found', 10)],
       ['the token is refused', (h) => h.client.failNext('list', 'unauthorized', 10)],
       [
         'every push is rejected',
@@ -304,7 +307,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
         'every pull fails',
         (h) => {
           h.client.putAs(STORE, '/a.md', 'remote edit');
-          h.client.failNext('get', 'unavailable', 10);
+          h.client.failNext('get', 'not_found', 10);
         },
       ],
       [

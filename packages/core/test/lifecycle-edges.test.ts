@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MemoryConfigError, MemoryLifecycleError, MemoryMounter, MemoryMountError, MemoryWriteRefusedError } from '@memory-mounter/core';
 import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { DISKS, notesResource, STORE, useHarness } from './harness.js';
+import { DISKS, neverAnsweringList, notesResource, STORE, useHarness } from './harness.js';
 
 // Edges of the mounter's life found in review: timer limits, overlapping calls, what is left
 // mounted, what a write guard covers, and how failures are classified.
@@ -22,25 +22,39 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
     dir = h.notesDir;
   });
 
-  it('finalize during materialize waits for it, then tears down what it made', async () => {
+  it('finalize during materialize stops it: materialize fails, all or nothing, and nothing is left', async () => {
     h.client.seed(STORE, { '/a.md': 'a' });
     h.client.latencyMs = 30;
     const m = h.mounter();
     const mounting = m.materialize([notesResource()]);
     const report = await m.finalize();
-    await mounting;
-    expect(report.removed).toEqual([dir]);
+    await expect(mounting).rejects.toMatchObject({ code: 'download_failed', message: expect.stringMatching(/stopped by finalize/) });
+    expect(report.removed).toEqual([]);
+    expect(report.unpushed).toEqual([]);
     expect(await h.exists(dir)).toBe(false);
+    expect(m.mounts).toEqual([]);
     await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
   });
 
-  it('a reconcile between the end of materialize and the end of finalize is refused', async () => {
+  it('finalize during the download of a store that never answers: bounded, and nothing is left', async () => {
     h.client.seed(STORE, { '/a.md': 'a' });
-    h.client.latencyMs = 30;
-    const m = h.mounter();
+    h.client.list = neverAnsweringList;
+    const m = h.mounter({ finalSyncTimeout: 0.3 });
     const mounting = m.materialize([notesResource()]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = Date.now();
+    await m.finalize();
+    expect(Date.now() - started).toBeLessThan(300 + 2_000);
+    await expect(mounting).rejects.toMatchObject({ code: 'download_failed' });
+    expect(await h.exists(dir)).toBe(false);
+  });
+
+  it('a reconcile while finalize runs is refused', async () => {
+    h.client.seed(STORE, { '/a.md': 'a' });
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    h.client.latencyMs = 30;
     const finalizing = m.finalize();
-    await mounting;
     await expect(m.reconcile({ force: true })).rejects.toBeInstanceOf(MemoryLifecycleError);
     await finalizing;
   });

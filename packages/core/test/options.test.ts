@@ -35,7 +35,9 @@ describe('MemoryConfigError, naming the option at fault', () => {
     ['memory_sync_interval', [0, -1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '15', null, true]],
     ['memory_sync_deletions', ['on', 'ENABLED', 'delete', '', 1]],
     ['deleteGracePeriod', [-1, -0.001, Number.NaN, Number.POSITIVE_INFINITY, '30', null]],
-    ['finalSyncTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null]],
+    ['finalSyncTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
+    ['requestTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
+    ['syncTimeout', [0, -0.5, Number.NaN, Number.POSITIVE_INFINITY, '60', null, 2_147_484]],
     ['memoryRoot', ['mnt/memory', './mnt/memory', '', '~/memory', '/mnt/\0memory', 42]],
     ['storeClient', [undefined, null, {}, 'client', { list: noop, get: noop, create: noop, update: noop }]],
     ['fileSystem', [null, {}, 'fs', fsMethods /* no rename */]],
@@ -73,6 +75,8 @@ describe('MemoryConfigError, naming the option at fault', () => {
 
   it('accepts the edges of each range', () => {
     expect(() => new MemoryMounter({ ...valid(), memory_sync_interval: 0.001, deleteGracePeriod: 0, finalSyncTimeout: 0.001 })).not.toThrow();
+    expect(() => new MemoryMounter({ ...valid(), requestTimeout: 0.001, syncTimeout: 0.001 })).not.toThrow();
+    expect(() => new MemoryMounter({ ...valid(), requestTimeout: 2_147_483, syncTimeout: 2_147_483, finalSyncTimeout: 2_147_483 })).not.toThrow();
     for (const mode of ['enabled', 'log_only', 'disabled'] as const) {
       expect(() => new MemoryMounter({ ...valid(), memory_sync_deletions: mode })).not.toThrow();
     }
@@ -144,7 +148,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
     expect(() => m.checkWrite(`${h.memoryRoot}/x.md`)).toThrow(expect.objectContaining({ reason: 'outside_store' }));
   });
 
-  it('finalSyncTimeout defaults to 30 s, bounding the final sync and, separately, the flush', async () => {
+  it('finalSyncTimeout defaults to 30 s, one deadline for the whole finalize', async () => {
     const m = await h.mountNotes({}, FILES);
     // A store that never answers, and ignores the abort.
     h.client.list = neverAnsweringList;
@@ -157,14 +161,46 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
       });
       await vi.advanceTimersByTimeAsync(29_999);
       expect(done).toBe(false);
-      // The sync's bound fires at 30 s; the flush then gets 30 s of its own, so nothing ends before 60 s.
-      await vi.advanceTimersByTimeAsync(30_000);
-      expect(done).toBe(false);
-      // Each cut-off pass gets a short moment to wind down; well within 64 s it is over.
-      await vi.advanceTimersByTimeAsync(4_000);
+      // The final sync and the flush share the deadline: past it, with the 2 s allowance for
+      // wind-down, nothing is left that waits on a timer.
+      await vi.advanceTimersByTimeAsync(2_001);
       vi.useRealTimers();
       const report = await finalizing;
       expect(report.timedOut).toEqual({ sync: true, flush: true });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('syncTimeout defaults to 60 s and requestTimeout to 30 s: a stalled call is abandoned and retried until the pass is cut off', async () => {
+    const m = await h.mountNotes({}, FILES);
+    let lists = 0;
+    h.client.list = () => {
+      lists++;
+      return neverAnsweringList();
+    };
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let done = false;
+      const reconciling = m.reconcile({ force: true }).then((r) => {
+        done = true;
+        return r;
+      });
+      // The scan reads the disk first (real I/O, which fake time does not wait for).
+      // (vi.waitFor would advance fake time while it polls; setImmediate is not faked here.)
+      while (lists === 0) await new Promise((resolve) => setImmediate(resolve));
+      await vi.advanceTimersByTimeAsync(29_999);
+      expect(lists).toBe(1);
+      // The listing is abandoned at 30 s and tried again after a short backoff.
+      await vi.advanceTimersByTimeAsync(3_100);
+      expect(lists).toBe(2);
+      await vi.advanceTimersByTimeAsync(26_800);
+      expect(done).toBe(false);
+      // The pass is cut off at 60 s; it gets 1 s to wind down.
+      await vi.advanceTimersByTimeAsync(1_200);
+      vi.useRealTimers();
+      const report = await reconciling;
+      expect(report!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
     } finally {
       vi.useRealTimers();
     }

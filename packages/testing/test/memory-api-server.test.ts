@@ -309,8 +309,29 @@ describe('test controls', () => {
     expect((await call('GET', memories())).status).toBe(200);
   });
 
+  it('holds a request unanswered on a hang fault, until the server closes', async () => {
+    server.failNext('list', 'hang');
+    let answered = false;
+    const dropped = new Promise<NodeJS.ErrnoException>((resolve) => {
+      const req = httpRequest(`${server.baseURL}${memories()}`, { headers: SDK_HEADERS }, () => {
+        answered = true;
+        resolve(new Error('answered'));
+      });
+      req.on('error', resolve);
+      req.end();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(answered).toBe(false);
+    expect(server.requests.map((r) => [r.route, r.status])).toEqual([['list', undefined]]);
+    // The next request is answered as usual; close() then drops the held one.
+    expect((await call('GET', memories())).status).toBe(200);
+    await server.close();
+    expect((await dropped).code).toBe('ECONNRESET');
+  });
+
   it('refuses a fault that is not an error status', () => {
     expect(() => server.failNext('list', 200)).toThrow(RangeError);
+    expect(() => server.failNext('list', 'stall' as 'hang')).toThrow(RangeError);
     expect(() => server.failNext('list', 503, 0)).toThrow(RangeError);
   });
 

@@ -20,7 +20,7 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     a pass that finds every memory file gone while two or more were in sync sends none (4.4);
  *  I2 no local write lost: every content the agent wrote, and did not itself overwrite or
  *     remove, is on disk or in the store after every step, unless a later pass reported the
- *     path in `conflicts` (store wins) — or finalize named it (errors, cut off, refused) before
+ *     path in `conflicts` (store wins) — or finalize named it in `unpushed` before
  *     removing the folder;
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
  *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
@@ -301,9 +301,11 @@ export class Oracle {
       if (store.distrusted && atScan.rootKind !== null) this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust`);
       // The folder is gone: every agent write must be in the store or named by the report.
       this.settleSaved(store);
+      // Named in `unpushed` (SPEC 6.2: every path, with its reason), or a conflict the store won.
       for (const [path] of store.pending) {
-        const named = [sync, flush].some((r) => r !== undefined && namesPath(r, path));
-        if (!named) this.violate(`I2: finalize removed ${spec.root} with the agent's write to ${path} neither pushed nor reported`);
+        const unpushed = report.unpushed.some((u) => u.memoryStoreId === spec.id && u.path === path);
+        const conflict = [sync, flush].some((r) => r?.conflicts.includes(path));
+        if (!unpushed && !conflict) this.violate(`I2: finalize removed ${spec.root} with the agent's write to ${path} neither pushed nor in report.unpushed`);
       }
       store.pending.clear();
     }
@@ -431,13 +433,3 @@ export class Oracle {
   }
 }
 
-/** The report names `path`, or says why the whole store was not synced. */
-function namesPath(r: StoreSyncReport, path: string): boolean {
-  if (r.status === 'skipped' || r.status === 'failed') return true;
-  return (
-    r.conflicts.includes(path) ||
-    r.cutOff.includes(path) ||
-    r.refused.some((x) => x.path === path) ||
-    r.errors.some((x) => x.path === path)
-  );
-}

@@ -2,16 +2,20 @@ import type { RouteName } from './routes.js';
 
 /**
  * What an injected failure does: answer with this HTTP status (and the error body and retry
- * headers the service sends with it), or `'disconnect'`: drop the connection without an answer,
- * which the SDK reports as a connection error.
+ * headers the service sends with it); `'disconnect'`: drop the connection without an answer,
+ * which the SDK reports as a connection error; or `'hang'`: accept the request and never answer
+ * it (a stalled connection) until the client gives up or the server closes.
  */
-export type Fault = number | 'disconnect';
+export type Fault = number | 'disconnect' | 'hang';
 
 /** Failures queued per route, consumed one per request in the order they were queued. */
 export class FaultPlan {
   readonly #queues = new Map<RouteName, Fault[]>();
 
   add(route: RouteName, fault: Fault, times: number): void {
+    if (typeof fault === 'string' && fault !== 'disconnect' && fault !== 'hang') {
+      throw new RangeError(`a fault is an HTTP error status, 'disconnect' or 'hang', not ${JSON.stringify(fault)}`);
+    }
     if (typeof fault === 'number' && !(Number.isInteger(fault) && fault >= 400 && fault <= 599)) {
       throw new RangeError(`a fault status must be an HTTP error status (400-599), not ${fault}`);
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
 import { FaultPlan, type Fault } from './faults.js';
@@ -89,6 +89,10 @@ export class MemoryApiServer {
   readonly #env: StoreEnvironment;
   #server: Server | undefined;
   #closing = false;
+  /** Connections of requests held by a `'hang'` fault: closed by `close()`. */
+  readonly #hung = new Set<Socket>();
+  /** Every open connection, so `close()` can drop the ones no request will ever finish on. */
+  readonly #sockets = new Set<Socket>();
 
   constructor(options: MemoryApiServerOptions = {}) {
     this.#options = options;
@@ -108,6 +112,10 @@ export class MemoryApiServer {
   async start(): Promise<string> {
     if (this.#server) throw new Error('MemoryApiServer is already started');
     const server = createServer((req, res) => void this.#handle(server, req, res));
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -124,6 +132,9 @@ export class MemoryApiServer {
   /**
    * Stops listening, lets requests in flight finish, and closes keep-alive sockets as they go
    * idle: the SDK's fetch keeps connections open, and `server.close()` alone would wait on them.
+   * Requests held by a `'hang'` fault are never answered: their connections are dropped, and so
+   * are connections that never carried a request (a client that gave up on a request before
+   * sending it may leave one open, which Node does not count as idle).
    */
   async close(): Promise<void> {
     const server = this.#server;
@@ -132,6 +143,8 @@ export class MemoryApiServer {
     this.#closing = true;
     const closed = new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     server.closeIdleConnections();
+    for (const socket of this.#sockets) if (this.#hung.has(socket) || socket.bytesRead === 0) socket.destroy();
+    this.#hung.clear();
     try {
       await closed;
     } finally {
@@ -142,8 +155,9 @@ export class MemoryApiServer {
 
   /**
    * The next `times` requests of `route` fail with `fault`: an HTTP error status (answered with
-   * the service's error body, `request-id` and retry headers) or `'disconnect'`. Faults queue up
-   * in call order; a fault consumes a request before any other check, and changes nothing.
+   * the service's error body, `request-id` and retry headers), `'disconnect'`, or `'hang'` (never
+   * answered until the client aborts or the server closes). Faults queue up in call order; a
+   * fault consumes a request before any other check, and changes nothing.
    */
   failNext(route: RouteName, fault: Fault, times = 1): void {
     this.#faults.add(route, fault, times);
@@ -268,6 +282,13 @@ export class MemoryApiServer {
       const fault = this.#faults.take(match.route);
       if (fault === 'disconnect') {
         req.socket.destroy();
+        return;
+      }
+      if (fault === 'hang') {
+        const socket = req.socket;
+        this.#hung.add(socket);
+        socket.once('close', () => this.#hung.delete(socket));
+        if (this.#closing) socket.destroy();
         return;
       }
       if (fault !== undefined) throw new ApiError(fault, errorTypeForStatus(fault), `injected fault: HTTP ${fault}`);

@@ -1,0 +1,273 @@
+import { asStoreError, StoreError } from './errors.js';
+import type { StoreClient, StoreMemory } from './store-client.js';
+import type { Logger } from './types.js';
+
+/**
+ * The StoreClient the engine talks to: the host's client, with every call bounded and the safe
+ * ones retried (SPEC 6.2).
+ *
+ * Bounded: each call races `requestTimeoutMs` and the caller's signal itself, rather than only
+ * passing the signal on, because a host's client may ignore it (a stalled connection never
+ * answers). When either fires, the signal given to the inner call is aborted, its promise is
+ * abandoned (with a handler attached, so a late rejection is not an unhandled one) and the call
+ * fails as `unavailable`. A listing is bounded page by page: it fails when no memory arrives
+ * within `requestTimeoutMs`.
+ *
+ * Retried: an `unavailable` failure (a timeout included) is tried again, with exponential backoff
+ * and full jitter, until the caller's signal aborts (the pass deadline), but only where a repeat
+ * is safe: a listing (restarted from scratch; memories are yielded once the whole listing is in,
+ * so none is seen twice), `get`, and `update` and `delete` guarded by `expected_content_sha256`.
+ * `create` and an unguarded `update` are tried once: the engine settles a write of unknown
+ * outcome itself, at the next listing. A call without a signal has no deadline and is tried once.
+ * Only failures the client itself reports as `unavailable` are retried; anything else it throws
+ * is still reported as `unavailable` (see `asStoreError`), but a broken client is not hammered.
+ */
+export interface BoundedStoreClientOptions {
+  requestTimeoutMs: number;
+  /** Retries are logged at debug level, timeouts at info. */
+  logger?: Logger;
+  /** First backoff ceiling; doubles with each retry. Default 100 ms. */
+  baseDelayMs?: number;
+  /** Largest backoff ceiling. Default 3,000 ms. */
+  maxDelayMs?: number;
+  /** Uniform in [0, 1). Default `Math.random`. */
+  random?: () => number;
+  /** Waits `ms`; should end early when `signal` aborts (it is raced against the signal anyway). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';
+
+const DEFAULT_BASE_DELAY_MS = 100;
+const DEFAULT_MAX_DELAY_MS = 3_000;
+
+export class BoundedStoreClient implements StoreClient {
+  readonly #inner: StoreClient;
+  readonly #timeoutMs: number;
+  readonly #logger: Logger | undefined;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #random: () => number;
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+
+  constructor(inner: StoreClient, options: BoundedStoreClientOptions) {
+    this.#inner = inner;
+    this.#timeoutMs = options.requestTimeoutMs;
+    this.#logger = options.logger;
+    this.#baseDelayMs = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+    this.#maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.#random = options.random ?? Math.random;
+    this.#sleep = options.sleep ?? abortableSleep;
+  }
+
+  async *list(
+    storeId: string,
+    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
+  ): AsyncIterable<StoreMemory> {
+    const { signal, ...rest } = opts;
+    const memories = await this.#retrying('list', storeId, signal, true, (attempt) => {
+      const iterator = this.#inner.list(storeId, { ...rest, signal: attempt.signal })[Symbol.asyncIterator]();
+      return collect(iterator, attempt);
+    });
+    yield* memories;
+  }
+
+  get(storeId: string, memoryId: string, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
+    return this.#retrying('get', storeId, opts.signal, true, (attempt) =>
+      attempt.guard(() => this.#inner.get(storeId, memoryId, { signal: attempt.signal })),
+    );
+  }
+
+  create(storeId: string, input: { path: string; content: string }, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
+    return this.#retrying('create', storeId, opts.signal, false, (attempt) =>
+      attempt.guard(() => this.#inner.create(storeId, input, { signal: attempt.signal })),
+    );
+  }
+
+  update(
+    storeId: string,
+    memoryId: string,
+    input: { content?: string; path?: string; expected_content_sha256?: string },
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<StoreMemory> {
+    const guarded = input.expected_content_sha256 !== undefined;
+    return this.#retrying('update', storeId, opts.signal, guarded, (attempt) =>
+      attempt.guard(() => this.#inner.update(storeId, memoryId, input, { signal: attempt.signal })),
+    );
+  }
+
+  delete(storeId: string, memoryId: string, opts: { expected_content_sha256?: string; signal?: AbortSignal } = {}): Promise<void> {
+    const { signal, ...rest } = opts;
+    const guarded = rest.expected_content_sha256 !== undefined;
+    return this.#retrying('delete', storeId, signal, guarded, (attempt) =>
+      attempt.guard(() => this.#inner.delete(storeId, memoryId, { ...rest, signal: attempt.signal })),
+    );
+  }
+
+  /** Runs `work` in bounded attempts, repeating `unavailable` failures while `repeatable` and the deadline allow. */
+  async #retrying<T>(
+    operation: Operation,
+    storeId: string,
+    deadline: AbortSignal | undefined,
+    repeatable: boolean,
+    work: (attempt: Attempt) => Promise<T>,
+  ): Promise<T> {
+    let lastFailure: StoreError | undefined;
+    for (let n = 1; ; n++) {
+      const attempt = new Attempt(operation, this.#timeoutMs, deadline);
+      let failure: unknown;
+      try {
+        return await work(attempt);
+      } catch (err) {
+        failure = err;
+      } finally {
+        attempt.end();
+      }
+      if (attempt.timedOut) {
+        this.#logger?.info('store call timed out; abandoned', { memory_store_id: storeId, operation, attempt: n, timeout_ms: this.#timeoutMs });
+      }
+      const error = asStoreError(failure);
+      // An answer (or a client breaking the contract) is final; only `unavailable` may pass.
+      if (!reportsUnavailable(failure)) throw error;
+      if (deadline?.aborted) throw gaveUp(operation, n, lastFailure, error);
+      if (!repeatable || deadline === undefined) throw error;
+      lastFailure = error;
+      const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (n - 1));
+      const delayMs = Math.floor(this.#random() * ceiling);
+      this.#logger?.debug('store call failed (unavailable); retrying', {
+        memory_store_id: storeId,
+        operation,
+        attempt: n,
+        delay_ms: delayMs,
+        error: error.message,
+      });
+      await raceAbort(this.#sleep(delayMs, deadline), deadline).catch(() => undefined);
+      if (deadline.aborted) throw gaveUp(operation, n, lastFailure, lastFailure);
+    }
+  }
+}
+
+/**
+ * One try of one call: the signal its inner call gets, aborted when the call times out or the
+ * caller's signal aborts, and a race that fails at that moment whether or not the inner call
+ * ever settles.
+ */
+class Attempt {
+  readonly signal: AbortSignal;
+  timedOut = false;
+  readonly #controller = new AbortController();
+  readonly #stopped: Promise<never>;
+  readonly #timer: NodeJS.Timeout;
+  readonly #deadline: AbortSignal | undefined;
+  readonly #onDeadline: () => void;
+
+  constructor(operation: Operation, timeoutMs: number, deadline: AbortSignal | undefined) {
+    this.signal = this.#controller.signal;
+    this.#deadline = deadline;
+    let stop!: (err: StoreError) => void;
+    this.#stopped = new Promise<never>((_, reject) => {
+      stop = reject;
+    });
+    // Nobody may be racing it at the moment it fires (between two pages, say).
+    this.#stopped.catch(() => undefined);
+    const seconds = timeoutMs / 1000;
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      const err = new StoreError('unavailable', `store ${operation} timed out after ${seconds}s`);
+      // Settled first, so the race reports the timeout, not the inner call's reaction to the abort.
+      stop(err);
+      this.#controller.abort(err);
+    }, timeoutMs);
+    this.#onDeadline = () => {
+      const why = deadline?.reason instanceof Error ? deadline.reason.message : 'the time bound ran out';
+      const err = new StoreError('unavailable', `store ${operation} aborted: ${why}`, { cause: deadline?.reason });
+      stop(err);
+      this.#controller.abort(err);
+    };
+    if (deadline?.aborted) this.#onDeadline();
+    else deadline?.addEventListener('abort', this.#onDeadline, { once: true });
+  }
+
+  /** The inner call, or this attempt's timeout or abort, whichever comes first. */
+  guard<T>(call: () => PromiseLike<T>): Promise<T> {
+    if (this.signal.aborted) return this.#stopped;
+    // A client may throw synchronously; that is a failed call like any other.
+    const inner = new Promise<T>((resolve) => resolve(call()));
+    // Abandoned on timeout: its eventual rejection must not go unhandled.
+    inner.then(undefined, () => undefined);
+    return Promise.race([inner, this.#stopped]);
+  }
+
+  /** Progress was made (a listing page arrived): the timeout starts again. */
+  progress(): void {
+    this.#timer.refresh();
+  }
+
+  end(): void {
+    clearTimeout(this.#timer);
+    this.#deadline?.removeEventListener('abort', this.#onDeadline);
+  }
+}
+
+/** Every memory of one listing attempt; each step must come within the attempt's timeout. */
+async function collect(iterator: AsyncIterator<StoreMemory>, attempt: Attempt): Promise<StoreMemory[]> {
+  const out: StoreMemory[] = [];
+  try {
+    for (;;) {
+      const step = await attempt.guard(() => iterator.next());
+      if (step.done) return out;
+      out.push(step.value);
+      attempt.progress();
+    }
+  } catch (err) {
+    // Ask the listing to stop, without waiting for it: a stalled one never would.
+    void new Promise((resolve) => resolve(iterator.return?.())).then(undefined, () => undefined);
+    throw err;
+  }
+}
+
+/** Whether the client itself reported the failure as `unavailable` (a timeout here counts). */
+function reportsUnavailable(err: unknown): boolean {
+  return (err as { kind?: unknown } | null)?.kind === 'unavailable';
+}
+
+/** The failure to report once the deadline stopped the retries: after several attempts, with the last real failure. */
+function gaveUp(operation: Operation, attempts: number, lastFailure: StoreError | undefined, current: StoreError): StoreError {
+  if (!lastFailure) return current;
+  return new StoreError(
+    'unavailable',
+    `store ${operation} gave up at the time bound after ${attempts} attempt${attempts === 1 ? '' : 's'}; last failure: ${lastFailure.message}`,
+    { cause: lastFailure },
+  );
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

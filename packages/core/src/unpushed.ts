@@ -1,0 +1,120 @@
+import { ancestorPaths } from './memory-path.js';
+import type { StoreSyncReport } from './reports.js';
+
+/**
+ * Which local changes finalize leaves unpushed (SPEC 6.2: name every one, with the reason).
+ * Pure: the mounter hands in the flush's report, the baseline and the last trusted scan.
+ */
+
+/** What a store's last trusted scan saw, and the baseline at that moment. */
+export interface LastScan {
+  files: ReadonlyMap<string, { sha: string }>;
+  /** Paths (or folders) the scan could not see into. */
+  blocked: ReadonlyMap<string, string>;
+  baseline: ReadonlyMap<string, string>;
+}
+
+export type LocalChange = 'edited' | 'new' | 'deleted';
+
+export interface LocalChangesInput {
+  /** path -> sha both sides agree on now. */
+  baseline: ReadonlyMap<string, string>;
+  /** The files the scan found. */
+  files: ReadonlyMap<string, { sha: string }>;
+  /**
+   * The baseline when the scan was taken (default: `baseline`). A file that still held it is no
+   * local change, even if a pass has since moved the baseline (a pull wrote over it).
+   */
+  baselineAtScan?: ReadonlyMap<string, string>;
+  /** Paths (or folders) the scan could not see: nothing is known of what lies there. */
+  blocked?: ReadonlyMap<string, string>;
+}
+
+/**
+ * The local differences from the baseline, sorted by path: files whose content the baseline
+ * does not hold (`edited`), files it does not know (`new`), and baseline paths the scan did not
+ * find (`deleted`; a path the baseline gained after the scan was pulled, not deleted).
+ */
+export function localChanges(input: LocalChangesInput): { path: string; change: LocalChange }[] {
+  const { baseline, files } = input;
+  const atScan = input.baselineAtScan ?? baseline;
+  const blocked = input.blocked ?? new Map<string, string>();
+  const out: { path: string; change: LocalChange }[] = [];
+  for (const [path, file] of files) {
+    const now = baseline.get(path);
+    const then = atScan.get(path);
+    if (file.sha === now || file.sha === then) continue;
+    out.push({ path, change: now === undefined && then === undefined ? 'new' : 'edited' });
+  }
+  for (const path of baseline.keys()) {
+    if (files.has(path) || !atScan.has(path) || isBlocked(path, blocked)) continue;
+    out.push({ path, change: 'deleted' });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+const CHANGE_TEXT: Record<LocalChange, string> = {
+  edited: 'edited locally',
+  new: 'new local file',
+  deleted: 'deleted locally',
+};
+
+/**
+ * The local changes of one read-write store that its push-only flush did not get into the store.
+ *
+ * When the flush planned, its report says what happened to each: cut off, failed, refused, a
+ * conflict the store wins, or skipped at the last-moment re-check. (It never sends deletions, so
+ * those are not named; the final sync reports the ones it held back in `pendingDeletions`.)
+ * When it could not plan (the listing failed or a time bound cut it off), nothing was pushed:
+ * every local difference of the last trusted scan is named, with the flush's reason. When it
+ * found the folder wiped (and a flush never re-downloads), the files made since are named.
+ */
+export function unpushedChanges(
+  flush: StoreSyncReport,
+  baseline: ReadonlyMap<string, string>,
+  lastScan: LastScan | null,
+): { path: string; reason: string }[] {
+  if (flush.access !== 'read_write') return [];
+  const differences = lastScan
+    ? localChanges({ baseline, files: lastScan.files, baselineAtScan: lastScan.baseline, blocked: lastScan.blocked })
+    : [];
+  if (!flushPlanned(flush)) {
+    const named = (d: { path: string; change: LocalChange }) => ({ path: d.path, reason: `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}` });
+    // A wiped folder is not re-downloaded by a flush; files made since are still the agent's
+    // (the missing ones are the wipe, not deletions).
+    if (wipedFolder(flush)) return differences.filter((d) => d.change !== 'deleted').map(named);
+    return couldNotRun(flush) ? differences.map(named) : [];
+  }
+  const named = new Map<string, string>();
+  const name = (path: string | undefined, reason: string) => {
+    if (path !== undefined && !named.has(path)) named.set(path, reason);
+  };
+  for (const e of flush.errors) if (e.operation === 'push') name(e.path, `push failed (${e.kind}): ${e.message}`);
+  for (const path of flush.cutOff) name(path, 'cut off by the time bound before it was sent');
+  for (const r of flush.refused) name(r.path, `refused: ${r.reason}`);
+  for (const path of flush.conflicts) name(path, 'conflict: the memory changed in the store too, and the store keeps its version');
+  const changed = new Set(differences.filter((d) => d.change !== 'deleted').map((d) => d.path));
+  for (const s of flush.skippedPaths) if (changed.has(s.path)) name(s.path, `skipped: ${s.reason}`);
+  return [...named].map(([path, reason]) => ({ path, reason })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** The flush got as far as its plan (some actions may still have failed or been cut off). */
+function flushPlanned(flush: StoreSyncReport): boolean {
+  return flush.status === 'synced';
+}
+
+/** The flush could not plan for a reason that leaves local changes behind (not a distrusted or vanished folder). */
+function couldNotRun(flush: StoreSyncReport): boolean {
+  return flush.status === 'failed' || (flush.status === 'skipped' && /time bound/.test(flush.reason ?? ''));
+}
+
+/** The flush found the folder wiped, emptied or gone, and does not re-download. */
+function wipedFolder(flush: StoreSyncReport): boolean {
+  return flush.status === 'skipped' && /does not re-download/.test(flush.reason ?? '');
+}
+
+function isBlocked(path: string, blocked: ReadonlyMap<string, string>): boolean {
+  if (blocked.size === 0) return false;
+  if (blocked.has(path) || blocked.has('/')) return true;
+  return ancestorPaths(path).some((folder) => blocked.has(folder));
+}

@@ -1,0 +1,282 @@
+import { describe, expect, it } from 'vitest';
+import { StoreError, type StoreClient, type StoreMemory } from '@memory-mounter/core';
+import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/bounded-store-client.js';
+
+/** The StoreClient decorator alone: each call bounded, the safe ones retried (SPEC 6.2). */
+
+const memory = (id: string): StoreMemory => ({ id, path: `/${id}.md`, content_sha256: 'sha' });
+const unavailable = () => new StoreError('unavailable', 'injected 503', { status: 503 });
+const never = <T>() => new Promise<T>(() => undefined);
+
+/** An inner client whose every method is scripted per test; unscripted ones throw. */
+function scripted(over: Partial<StoreClient>): StoreClient {
+  const missing = () => {
+    throw new Error('not scripted');
+  };
+  return { list: missing, get: missing, create: missing, update: missing, delete: missing, ...over } as StoreClient;
+}
+
+/** Any StoreClient method, for scripting. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ScriptedCall = (...args: any[]) => Promise<any>;
+
+/** Answers each call with the next outcome of `outcomes` (an Error is thrown), recording its arguments. */
+function sequence(outcomes: unknown[], calls: unknown[][]): ScriptedCall {
+  return (...args: unknown[]) => {
+    calls.push(args);
+    const next = outcomes.shift();
+    return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
+  };
+}
+
+/** Sleeps recorded, and resolved at once. */
+function instantSleep(delays: number[]): BoundedStoreClientOptions['sleep'] {
+  return async (ms) => {
+    delays.push(ms);
+  };
+}
+
+function bounded(inner: StoreClient, over: Partial<BoundedStoreClientOptions> = {}): BoundedStoreClient {
+  return new BoundedStoreClient(inner, { requestTimeoutMs: 100, random: () => 0.5, sleep: instantSleep([]), ...over });
+}
+
+async function failure(promise: Promise<unknown>): Promise<StoreError> {
+  const err = await promise.then(
+    () => expect.fail('expected a failure'),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(StoreError);
+  return err as StoreError;
+}
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+const live = () => new AbortController().signal;
+
+describe('every call is bounded by requestTimeout, whatever the inner client does with its signal', () => {
+  it('a call that never answers and ignores its signal fails as unavailable, "timed out after N s", and its signal is aborted', async () => {
+    let seen: AbortSignal | undefined;
+    const client = bounded(
+      scripted({
+        get: (_s, _m, opts) => {
+          seen = opts?.signal;
+          return never();
+        },
+      }),
+      { requestTimeoutMs: 50 },
+    );
+    const started = Date.now();
+    const err = await failure(client.get('store', 'mem_1'));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(err.kind).toBe('unavailable');
+    expect(err.message).toMatch(/timed out after 0\.05s/);
+    expect(seen?.aborted).toBe(true);
+  });
+
+  it('the caller aborting fails the call at once, though the inner call ignores it', async () => {
+    const controller = new AbortController();
+    const client = bounded(scripted({ create: () => never() }), { requestTimeoutMs: 60_000 });
+    const pending = client.create('store', { path: '/a.md', content: 'a' }, { signal: controller.signal });
+    controller.abort(new Error('syncTimeout (1 s) ran out'));
+    const err = await failure(pending);
+    expect(err.kind).toBe('unavailable');
+    expect(err.message).toMatch(/aborted: syncTimeout \(1 s\) ran out/);
+  });
+
+  it('an abandoned call that rejects later is not an unhandled rejection', async () => {
+    const client = bounded(
+      scripted({ get: () => new Promise((_, reject) => setTimeout(() => reject(new Error('late')), 80)) }),
+      { requestTimeoutMs: 20 },
+    );
+    await failure(client.get('store', 'mem_1'));
+    // vitest fails the run on an unhandled rejection; give the late one time to land.
+    await new Promise((resolve) => setTimeout(resolve, 120));
+  });
+
+  it('a listing is bounded page by page: one stalled page fails it, however long the listing is', async () => {
+    async function* slowButSteady(): AsyncGenerator<StoreMemory> {
+      for (let i = 0; i < 6; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        yield memory(`m${i}`);
+      }
+    }
+    const steady = bounded(scripted({ list: () => slowButSteady() }), { requestTimeoutMs: 80 });
+    // 6 x 30 ms is longer than the timeout, but no single step is.
+    expect(await collect(steady.list('store'))).toHaveLength(6);
+
+    async function* stalls(): AsyncGenerator<StoreMemory> {
+      yield memory('m0');
+      await never();
+    }
+    const stalled = bounded(scripted({ list: () => stalls() }), { requestTimeoutMs: 50 });
+    const err = await failure(collect(stalled.list('store')));
+    expect(err.message).toMatch(/timed out after 0\.05s/);
+  });
+});
+
+describe('unavailable is retried until the deadline, where a repeat is safe', () => {
+  it('get: retried with exponential backoff and full jitter, then succeeds', async () => {
+    const calls: unknown[][] = [];
+    const delays: number[] = [];
+    const client = bounded(scripted({ get: sequence([unavailable(), unavailable(), unavailable(), memory('m')], calls) }), {
+      sleep: instantSleep(delays),
+      random: () => 0.5,
+      baseDelayMs: 100,
+      maxDelayMs: 300,
+    });
+    expect(await client.get('store', 'm', { signal: live() })).toEqual(memory('m'));
+    expect(calls).toHaveLength(4);
+    // random x min(max, base x 2^(n-1)): 0.5 x 100, 0.5 x 200, 0.5 x 300 (capped)
+    expect(delays).toEqual([50, 100, 150]);
+  });
+
+  it('a jitter draw of 0 retries at once; the draw scales the whole ceiling', async () => {
+    const delays: number[] = [];
+    const draws = [0, 0.999];
+    const client = bounded(scripted({ get: sequence([unavailable(), unavailable(), memory('m')], []) }), {
+      sleep: instantSleep(delays),
+      random: () => draws.shift()!,
+      baseDelayMs: 1_000,
+    });
+    await client.get('store', 'm', { signal: live() });
+    expect(delays).toEqual([0, 1_998]);
+  });
+
+  it('update with expected_content_sha256: retried, each attempt carrying the precondition', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ update: sequence([unavailable(), unavailable(), memory('m')], calls) }));
+    await client.update('store', 'm', { content: 'new', expected_content_sha256: 'abc' }, { signal: live() });
+    expect(calls).toHaveLength(3);
+    for (const [, , input] of calls) expect(input).toEqual({ content: 'new', expected_content_sha256: 'abc' });
+  });
+
+  it('delete with expected_content_sha256: retried, each attempt carrying the precondition', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ delete: sequence([unavailable(), undefined], calls) }));
+    await client.delete('store', 'm', { expected_content_sha256: 'abc', signal: live() });
+    expect(calls).toHaveLength(2);
+    for (const [, , opts] of calls) expect(opts).toMatchObject({ expected_content_sha256: 'abc' });
+  });
+
+  it.each([
+    ['create', (c: StoreClient, signal: AbortSignal) => c.create('store', { path: '/a.md', content: 'a' }, { signal })],
+    ['an update without a precondition', (c: StoreClient, signal: AbortSignal) => c.update('store', 'm', { content: 'a' }, { signal })],
+    ['a delete without a precondition', (c: StoreClient, signal: AbortSignal) => c.delete('store', 'm', { signal })],
+  ])('%s is never retried', async (_label, call) => {
+    const calls: unknown[][] = [];
+    const outcome = sequence([unavailable(), memory('m')], calls);
+    const client = bounded(scripted({ create: outcome, update: outcome, delete: outcome }));
+    const err = await failure(call(client, live()));
+    expect(err.kind).toBe('unavailable');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a timeout is retried like any unavailable failure', async () => {
+    const calls: unknown[][] = [];
+    let n = 0;
+    const client = bounded(
+      scripted({
+        get: (...args) => {
+          calls.push(args);
+          return ++n === 1 ? never() : Promise.resolve(memory('m'));
+        },
+      }),
+      { requestTimeoutMs: 30 },
+    );
+    expect(await client.get('store', 'm', { signal: live() })).toEqual(memory('m'));
+    expect(calls).toHaveLength(2);
+  });
+
+  it('a listing that fails part-way is restarted from scratch, and no memory is yielded twice', async () => {
+    let attempt = 0;
+    async function* flaky(): AsyncGenerator<StoreMemory> {
+      attempt++;
+      yield memory('m0');
+      yield memory('m1');
+      if (attempt === 1) throw unavailable();
+      yield memory('m2');
+    }
+    const client = bounded(scripted({ list: () => flaky() }));
+    const listed = await collect(client.list('store', { signal: live() }));
+    expect(listed.map((m) => m.id)).toEqual(['m0', 'm1', 'm2']);
+    expect(attempt).toBe(2);
+  });
+
+  it('an answer is final: precondition_failed, not_found and the rest are not retried', async () => {
+    for (const kind of ['precondition_failed', 'not_found', 'rejected', 'unauthorized', 'path_conflict'] as const) {
+      const calls: unknown[][] = [];
+      const client = bounded(scripted({ update: sequence([new StoreError(kind, kind), memory('m')], calls) }));
+      const err = await failure(client.update('store', 'm', { content: 'x', expected_content_sha256: 'abc' }, { signal: live() }));
+      expect(err.kind).toBe(kind);
+      expect(calls).toHaveLength(1);
+    }
+  });
+
+  it('a client breaking the contract (a plain Error) is reported as unavailable but not retried', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ get: sequence([new TypeError('client bug'), memory('m')], calls) }));
+    const err = await failure(client.get('store', 'm', { signal: live() }));
+    expect(err.kind).toBe('unavailable');
+    expect(err.message).toMatch(/client bug/);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('without a signal there is no deadline to stop retries, so the call is tried once', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ get: sequence([unavailable(), memory('m')], calls) }));
+    await failure(client.get('store', 'm'));
+    expect(calls).toHaveLength(1);
+  });
+
+  it('retries stop at the deadline, never sleeping past it, and report the last real failure', async () => {
+    const controller = new AbortController();
+    const calls: unknown[][] = [];
+    const client = bounded(
+      scripted({
+        get: (...args) => {
+          calls.push(args);
+          return Promise.reject(unavailable());
+        },
+      }),
+      // A sleep that would never end on its own: the deadline must cut it.
+      { sleep: () => never(), random: () => 1 },
+    );
+    const pending = client.get('store', 'm', { signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const aborted = Date.now();
+    controller.abort(new Error('syncTimeout (0.5 s) ran out'));
+    const err = await failure(pending);
+    expect(Date.now() - aborted).toBeLessThan(100);
+    expect(err.kind).toBe('unavailable');
+    expect(err.message).toMatch(/gave up at the time bound after 1 attempt; last failure: injected 503/);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('with the real sleep, a long backoff ends when the deadline does', async () => {
+    const controller = new AbortController();
+    const client = new BoundedStoreClient(scripted({ get: () => Promise.reject(unavailable()) }), {
+      requestTimeoutMs: 1_000,
+      baseDelayMs: 60_000,
+      maxDelayMs: 60_000,
+      random: () => 0.99,
+    });
+    setTimeout(() => controller.abort(new Error('deadline')), 50);
+    const started = Date.now();
+    await failure(client.get('store', 'm', { signal: controller.signal }));
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('a signal already aborted: no call is made', async () => {
+    const calls: unknown[][] = [];
+    const controller = new AbortController();
+    controller.abort(new Error('finalSyncTimeout (30 s) ran out'));
+    const client = bounded(scripted({ get: sequence([memory('m')], calls) }));
+    const err = await failure(client.get('store', 'm', { signal: controller.signal }));
+    expect(err.message).toMatch(/aborted: finalSyncTimeout/);
+    expect(calls).toHaveLength(0);
+  });
+});

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import type { StoreSyncReport } from '@memory-mounter/core';
+import { localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/unpushed.js';
+
+/** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
+
+type Row = [
+  label: string,
+  baseline: Record<string, string>,
+  files: Record<string, string>,
+  expected: Record<string, LocalChange>,
+  extra?: { atScan?: Record<string, string>; blocked?: string[] },
+];
+
+const map = (o: Record<string, string>) => new Map(Object.entries(o));
+const filesOf = (o: Record<string, string>) => new Map(Object.entries(o).map(([p, sha]) => [p, { sha }]));
+
+describe('localChanges', () => {
+  const rows: Row[] = [
+    ['nothing changed', { '/a.md': 'A' }, { '/a.md': 'A' }, {}],
+    ['a file edited', { '/a.md': 'A' }, { '/a.md': 'A2' }, { '/a.md': 'edited' }],
+    ['a new file', { '/a.md': 'A' }, { '/a.md': 'A', '/n.md': 'N' }, { '/n.md': 'new' }],
+    ['a baseline file missing', { '/a.md': 'A', '/b.md': 'B' }, { '/a.md': 'A' }, { '/b.md': 'deleted' }],
+    [
+      'all three at once, sorted by path',
+      { '/a.md': 'A', '/b.md': 'B', '/d/c.md': 'C' },
+      { '/a.md': 'A2', '/d/c.md': 'C', '/d/n.md': 'N' },
+      { '/a.md': 'edited', '/b.md': 'deleted', '/d/n.md': 'new' },
+    ],
+    ['an empty folder: every baseline file deleted', { '/a.md': 'A', '/b.md': 'B' }, {}, { '/a.md': 'deleted', '/b.md': 'deleted' }],
+    ['pushed since the scan: the baseline holds the file now', { '/a.md': 'A2' }, { '/a.md': 'A2' }, {}, { atScan: { '/a.md': 'A' } }],
+    ['pulled over since the scan: the file held the old baseline', { '/a.md': 'R' }, { '/a.md': 'A' }, {}, { atScan: { '/a.md': 'A' } }],
+    ['edited, and the store moved on since: still an edit', { '/a.md': 'R' }, { '/a.md': 'A2' }, { '/a.md': 'edited' }, { atScan: { '/a.md': 'A' } }],
+    ['new remote memory pulled since the scan: not a local deletion', { '/a.md': 'A', '/r.md': 'R' }, { '/a.md': 'A' }, {}, { atScan: { '/a.md': 'A' } }],
+    ['created since the scan: in the baseline now', { '/n.md': 'N' }, { '/n.md': 'N' }, {}, { atScan: {} }],
+    ['deleted remotely since the scan: out of the baseline', {}, {}, {}, { atScan: { '/b.md': 'B' } }],
+    ['a blocked path is not known to be deleted', { '/a.md': 'A', '/l.md': 'L' }, { '/a.md': 'A' }, {}, { blocked: ['/l.md'] }],
+    ['a file under a blocked folder is not known to be deleted', { '/d/c.md': 'C', '/b.md': 'B' }, {}, { '/b.md': 'deleted' }, { blocked: ['/d'] }],
+    ['a blocked root hides everything', { '/a.md': 'A' }, {}, {}, { blocked: ['/'] }],
+  ];
+  it.each(rows)('%s', (_label, baseline, files, expected, extra = {}) => {
+    const got = localChanges({
+      baseline: map(baseline),
+      files: filesOf(files),
+      ...(extra.atScan && { baselineAtScan: map(extra.atScan) }),
+      ...(extra.blocked && { blocked: new Map(extra.blocked.map((p) => [p, 'is a symlink'])) }),
+    });
+    expect(Object.fromEntries(got.map((c) => [c.path, c.change]))).toEqual(expected);
+    expect(got.map((c) => c.path)).toEqual([...got.map((c) => c.path)].sort());
+  });
+});
+
+function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
+  return {
+    memoryStoreId: 'memstore_x',
+    name: 'x',
+    path: '/host/x',
+    access: 'read_write',
+    status: 'synced',
+    pulled: [],
+    pushed: [],
+    deletedLocal: [],
+    deletedRemote: [],
+    conflicts: [],
+    refused: [],
+    pendingDeletions: [],
+    skippedPaths: [],
+    errors: [],
+    cutOff: [],
+    ...over,
+  };
+}
+
+describe('unpushedChanges', () => {
+  const baseline = map({ '/a.md': 'A', '/b.md': 'B' });
+  const scan: LastScan = { files: filesOf({ '/a.md': 'A2', '/n.md': 'N' }), blocked: new Map(), baseline };
+
+  it('a flush that could not plan: every local difference, with the flush reason', () => {
+    for (const flush of [
+      flushReport({ status: 'failed', reason: 'store unauthorized: injected unauthorized on list' }),
+      flushReport({ status: 'skipped', reason: 'cut off by the time bound' }),
+    ]) {
+      expect(unpushedChanges(flush, baseline, scan)).toEqual([
+        { path: '/a.md', reason: `edited locally; not pushed: ${flush.reason}` },
+        { path: '/b.md', reason: `deleted locally; not pushed: ${flush.reason}` },
+        { path: '/n.md', reason: `new local file; not pushed: ${flush.reason}` },
+      ]);
+    }
+  });
+
+  it('a flush that planned: what its report says was not sent, and why', () => {
+    const flush = flushReport({
+      errors: [
+        { path: '/a.md', operation: 'push', kind: 'unavailable', message: 'store update timed out after 30s' },
+        { path: '/p.md', operation: 'pull', kind: 'unavailable', message: 'not a push' },
+      ],
+      cutOff: ['/a.md', '/c.md'],
+      refused: [{ path: '/big.md', reason: 'is larger than 102400 bytes' }],
+      conflicts: ['/x.md'],
+      skippedPaths: [
+        { path: '/n.md', reason: 'changed on disk during the sync; left for the next pass' },
+        { path: '/link.md', reason: 'is a symlink' },
+      ],
+    });
+    expect(unpushedChanges(flush, baseline, scan)).toEqual([
+      { path: '/a.md', reason: 'push failed (unavailable): store update timed out after 30s' },
+      { path: '/big.md', reason: 'refused: is larger than 102400 bytes' },
+      { path: '/c.md', reason: 'cut off by the time bound before it was sent' },
+      { path: '/n.md', reason: 'skipped: changed on disk during the sync; left for the next pass' },
+      { path: '/x.md', reason: 'conflict: the memory changed in the store too, and the store keeps its version' },
+    ]);
+  });
+
+  it('nothing for a clean flush, a read-only store, or a folder skipped for another reason', () => {
+    expect(unpushedChanges(flushReport({ pushed: ['/a.md', '/n.md'] }), map({ '/a.md': 'A2', '/n.md': 'N' }), scan)).toEqual([]);
+    expect(unpushedChanges(flushReport({ access: 'read_only', status: 'failed', reason: 'x' }), baseline, scan)).toEqual([]);
+    expect(unpushedChanges(flushReport({ status: 'skipped', reason: 'folder not trusted: marker' }), baseline, scan)).toEqual([]);
+  });
+
+  it('a flush that found the folder wiped (and never re-downloads): the files made since, not the wiped ones', () => {
+    const wiped = flushReport({
+      status: 'skipped',
+      reason: 'every memory file is gone at once (folder wiped); a push-only flush does not re-download',
+    });
+    const afterWipe: LastScan = { files: filesOf({ '/g/h.md': 'H' }), blocked: new Map(), baseline };
+    expect(unpushedChanges(wiped, baseline, afterWipe)).toEqual([{ path: '/g/h.md', reason: `new local file; not pushed: ${wiped.reason}` }]);
+  });
+
+  it('no scan ever taken: nothing is known to name', () => {
+    expect(unpushedChanges(flushReport({ status: 'failed', reason: 'x' }), baseline, null)).toEqual([]);
+  });
+});

@@ -22,6 +22,8 @@ export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<stri
   if (snapshot.root === 'missing') return { kind: 'redownload', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
   if (rootBlocked) return { kind: 'unreadable', reason: `the store ${rootBlocked}` };
+  // An I/O error says nothing about whose folder this is: never distrust on it, read again next pass.
+  if (snapshot.marker === 'unreadable') return { kind: 'unreadable', reason: 'the store marker could not be read' };
   const hasEntries = snapshot.files.size > 0 || snapshot.blocked.size > 0;
   if (snapshot.marker === 'foreign') return { kind: 'distrusted', reason: 'the marker names another store or is damaged' };
   if (snapshot.marker === 'missing') {

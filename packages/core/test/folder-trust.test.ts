@@ -103,6 +103,11 @@ describe('assessFolder (pure)', () => {
       expect(assessFolder(snapshot({ blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
     });
+
+    it('the marker could not be read (an I/O error): never distrusted on it, with or without files', () => {
+      expect(assessFolder(snapshot({ marker: 'unreadable', files: files('/a.md') }), baseline(2))).toMatchObject({ kind: 'unreadable' });
+      expect(assessFolder(snapshot({ marker: 'unreadable' }), baseline(2))).toMatchObject({ kind: 'unreadable' });
+    });
   });
 });
 
@@ -358,6 +363,20 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       expect(report!.stores[0]).toMatchObject({ status: 'synced', pendingDeletions: ['/only.md'], deletedRemote: [] });
       expect(await h.exists(`${dir}/only.md`)).toBe(false);
     });
+  });
+
+  it('a marker read that fails once (EIO) skips that pass only: the folder stays trusted, syncs next pass, and goes at finalize', async () => {
+    const fs = new FaultyFileSystem(h.fs);
+    const m = await h.mountNotes({ fileSystem: fs });
+    await h.write(`${dir}/a.md`, 'edited');
+    fs.fail('openFile', h.markerPath, 'EIO');
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]).toMatchObject({ status: 'failed', pushed: [] });
+    expect(report!.stores[0]!.reason).toMatch(/marker could not be read/);
+    const next = await m.reconcile({ force: true });
+    expect(next!.stores[0]).toMatchObject({ status: 'synced', pushed: ['/a.md'] });
+    const final = await m.finalize();
+    expect(final.removed).toEqual([dir]);
   });
 
   it('an unreadable store folder skips the pass (nothing sent, nothing re-downloaded) and is not held against it later', async () => {

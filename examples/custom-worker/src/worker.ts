@@ -18,6 +18,8 @@ export interface WorkerOptions {
   logger?: Logger;
   /** Clock in ms for the sync interval; tests pass one they move by hand. */
   now?: () => number;
+  /** Seconds a new file must rest before a sync pushes it (default 1); a scripted agent that writes whole files can use 0. */
+  newFileSettle?: number;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function handleWorkItem(work: WorkItem, options: WorkerOptions, sig
     sessionId: work.data.id,
     secret: work.secret,
     logger,
-    ...pickDefined(options, ['memoryRoot', 'memory_sync_interval', 'memory_sync_deletions', 'now']),
+    ...pickDefined(options, ['memoryRoot', 'memory_sync_interval', 'memory_sync_deletions', 'now', 'newFileSettle']),
   });
 
   // The file tools may reach the workdir and every store; the read-only stores are refused by

@@ -43,7 +43,8 @@ describe('custom worker (offline: scripted control plane, memory through the SDK
 
   async function options(controlPlane: ScriptedControlPlane, over: Partial<WorkerOptions> = {}): Promise<WorkerOptions> {
     const client = new Anthropic({ apiKey: 'environment-key', baseURL: await server.start(), maxRetries: 0 });
-    return { client, controlPlane, workdir, memoryRoot, now: () => now, ...over };
+    // The scripted agent writes whole files between calls: nothing is mid-write, so no settle time.
+    return { client, controlPlane, workdir, memoryRoot, now: () => now, newFileSettle: 0, ...over };
   }
 
   it('serves a work item end to end: the agent edits memory, the store gets the edits, the folders go', async () => {

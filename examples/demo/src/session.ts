@@ -70,6 +70,9 @@ export async function runSession(ctx: SessionContext): Promise<ExpectedEnd> {
     memoryRoot,
     memory_sync_interval: SYNC_INTERVAL_S,
     deleteGracePeriod: DELETE_GRACE_S,
+    // The scripted agent writes whole files between syncs: nothing is ever mid-write, so a new
+    // file need not rest a second before it is pushed (a live agent's would, by default).
+    newFileSettle: 0,
     now: clock.now,
     logger: timelineLogger(timeline, (id) => names.get(id) ?? id),
   });

@@ -19,7 +19,7 @@ export interface SessionLike {
 export interface MountSessionMemoryOptions
   extends Pick<
     MemoryMounterOptions,
-    'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'requestTimeout' | 'syncTimeout' | 'now'
+    'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'requestTimeout' | 'syncTimeout' | 'newFileSettle' | 'now'
   > {
   /** The worker's client. Its credential is only used to fetch the session when no token is found. */
   client: Anthropic;
@@ -70,6 +70,7 @@ export async function mountSessionMemory(options: MountSessionMemoryOptions): Pr
       'finalSyncTimeout',
       'requestTimeout',
       'syncTimeout',
+      'newFileSettle',
       'now',
       'logger',
       'memory_sync_deletions',

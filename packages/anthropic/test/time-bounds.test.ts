@@ -38,6 +38,7 @@ async function mounted(options: Partial<MemoryMounterOptions>): Promise<MemoryMo
     fileSystem: fs,
     memoryRoot: ROOT,
     now: () => clock,
+    newFileSettle: 0, // a test writes, then syncs: nothing is mid-write
     ...options,
   });
   await mounter.materialize([{ type: 'memory_store', memory_store_id: STORE, name: 'notes' }]);

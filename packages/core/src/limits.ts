@@ -12,6 +12,7 @@ export const MARKER_FILE = '.anthropic-memory-store';
 
 export const DEFAULT_SYNC_INTERVAL_S = 15;
 export const DEFAULT_DELETE_GRACE_S = 30;
+export const DEFAULT_NEW_FILE_SETTLE_S = 1;
 export const DEFAULT_FINAL_SYNC_TIMEOUT_S = 30;
 export const DEFAULT_REQUEST_TIMEOUT_S = 30;
 export const DEFAULT_SYNC_TIMEOUT_S = 60;

@@ -178,7 +178,7 @@ export class MemoryMounter {
     const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs);
     this.#inFlight = bound.controller;
     const run = this.syncAll(
-      { now: started, graceMs: this.#options.deleteGraceMs, pushOnly: false, signal: bound.signal },
+      { now: started, graceMs: this.#options.deleteGraceMs, settleMs: this.#options.newFileSettleMs, pushOnly: false, signal: bound.signal },
       opts.force === true,
     );
     this.#running = run.finally(() => {
@@ -246,7 +246,7 @@ export class MemoryMounter {
   private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport, deadline: AbortSignal): Promise<void> {
     // Both final passes waive the grace period and share the deadline: once it has passed, a pass
     // starts nothing and is reported cut off at once, so the two never add up past it.
-    const finalPass = (pushOnly: boolean) => this.syncAll({ now: this.#options.now(), graceMs: 0, pushOnly, signal: deadline }, true);
+    const finalPass = (pushOnly: boolean) => this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline }, true);
     if (outcome === 'completed') {
       report.sync = await finalPass(false);
       report.timedOut.sync = deadline.aborted;

@@ -3,6 +3,7 @@ import { MemoryConfigError } from './errors.js';
 import type { FileSystem } from './file-system.js';
 import {
   DEFAULT_DELETE_GRACE_S,
+  DEFAULT_NEW_FILE_SETTLE_S,
   DEFAULT_FINAL_SYNC_TIMEOUT_S,
   DEFAULT_REQUEST_TIMEOUT_S,
   DEFAULT_SYNC_INTERVAL_S,
@@ -22,6 +23,7 @@ export interface ResolvedOptions {
   syncIntervalMs: number;
   deletionMode: DeletionMode;
   deleteGraceMs: number;
+  newFileSettleMs: number;
   finalSyncTimeoutMs: number;
   /** Past this, one store call is abandoned (and retried where that is safe). */
   requestTimeoutMs: number;
@@ -64,6 +66,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
+    newFileSettleMs: seconds(options.newFileSettle, DEFAULT_NEW_FILE_SETTLE_S, 'newFileSettle', true) * 1000,
     finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout') * 1000,
     requestTimeoutMs: timerSeconds(options.requestTimeout, DEFAULT_REQUEST_TIMEOUT_S, 'requestTimeout') * 1000,
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,

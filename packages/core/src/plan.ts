@@ -33,6 +33,11 @@ export interface PlanInput {
   missingSince: ReadonlyMap<string, number>;
   /** path -> sha of local content already refused (by us or the server): not retried until it changes. */
   refused: ReadonlyMap<string, string>;
+  /**
+   * A new local file modified after this instant (host clock, ms) is left for the next pass;
+   * `null` takes every file as it is (the final passes).
+   */
+  settleAfter: number | null;
 }
 
 export type PullReason = 'remote_changed' | 'new_remote' | 'conflict' | 'restore';
@@ -185,10 +190,11 @@ export function planStore(input: PlanInput): Plan {
 
       case 'local_missing': {
         // L gone, R = B: the agent deleted the file. Candidate for a remote delete (SPEC 4.3).
-        if (!readWrite) break;
+        // Tracked for read-only stores too (never deleted there): a folder emptied one file at a
+        // time must not read as a wipe to the trust check.
         const since = missingSince.get(path) ?? now;
         nextMissingSince.set(path, since);
-        if (pushOnly) break;
+        if (!readWrite || pushOnly) break;
         const due = deletionMode !== 'disabled' && now - since >= graceMs && deletesThisPass < cap;
         if (!due) {
           pendingDeletions.push(path);
@@ -222,6 +228,12 @@ export function planStore(input: PlanInput): Plan {
         break;
 
       case 'new_local':
+        // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
+        // append in progress). Left for the next pass; the final passes take it as it is.
+        if (input.settleAfter !== null && local!.mtimeMs > input.settleAfter) {
+          skipped.push({ path, reason: 'written less than a moment ago; left for the next pass' });
+          break;
+        }
         if (readWrite) push(path, local!, 'new_local');
         else keep(path, local!, false);
         break;

@@ -12,6 +12,8 @@ export interface LocalFile {
   /** sha256 of the content; for a file never read (too large, hard-linked), a stat fingerprint that equals no sha. */
   sha: string;
   size: number;
+  /** Modification time (host clock, ms) when it was read. */
+  mtimeMs: number;
   /** Why this content can never be pushed as it is; absent when it can. */
   unpushable?: string;
 }
@@ -105,7 +107,7 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
     out.blocked.set(wirePath, read.reason);
     return;
   }
-  const file: LocalFile = { sha: read.sha, size: read.size };
+  const file: LocalFile = { sha: read.sha, size: read.size, mtimeMs: read.stat.mtimeMs };
   const pathProblem = mountablePathProblem(wirePath);
   if (pathProblem) file.unpushable = `path ${pathProblem}`;
   else if (read.unpushable) file.unpushable = read.unpushable.detail;

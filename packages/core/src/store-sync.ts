@@ -34,6 +34,11 @@ export interface PassOptions {
   now: number;
   /** 0 waives the grace period (final sync). */
   graceMs: number;
+  /**
+   * How long (ms) a new local file must have gone unmodified before it is pushed; 0 for the
+   * final passes, which take every file as it is.
+   */
+  settleMs: number;
   pushOnly: boolean;
   signal: AbortSignal;
 }
@@ -222,6 +227,8 @@ export class StoreSync {
       now: opts.now,
       graceMs: opts.graceMs,
       pushOnly: opts.pushOnly,
+      // The host clock, as file mtimes are: `now` may be a test's clock.
+      settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
       baseline: state.baseline,
       localFiles: snapshot.files,
       localBlocked: snapshot.blocked,
@@ -261,8 +268,11 @@ export class StoreSync {
 
   /** Why finalize must leave this store's folder in place, or null when it may go. */
   async removalRefusal(): Promise<string | null> {
-    if (this.state.distrusted) return `folder not trusted: ${this.state.distrusted}`;
     if ((await this.#folder.locate()) !== 'directory') return null;
+    // An empty folder holds nothing of anyone's: it is provably the one made here, whatever
+    // happened to its marker, and leaving it would refuse the next session (SPEC 4.4).
+    if ((await this.#folder.topLevelNames()).length === 0) return null;
+    if (this.state.distrusted) return `folder not trusted: ${this.state.distrusted}`;
     const marker = await readMarker(this.#folder, this.mount.memoryStoreId);
     return marker === 'ok' ? null : `marker check failed (${marker})`;
   }

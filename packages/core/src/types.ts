@@ -68,6 +68,14 @@ export interface MemoryMounterOptions {
    * Default 60.
    */
   syncTimeout?: number;
+  /**
+   * Seconds a new local file must have gone unmodified before a reconcile pass pushes it: one
+   * modified more recently may still be mid-write (an append in progress, a tool's temp file
+   * just renamed in) and is left for the next pass. Finalize's passes push every file as it is.
+   * Compared with the host's clock (file times are the disk's). A finite number >= 0; 0 pushes
+   * at once. Default 1.
+   */
+  newFileSettle?: number;
   /** Clock in ms. Default `Date.now`. */
   now?: () => number;
   /** Default: the `debug` package, namespaces `memory-mounter:*`. */

@@ -19,7 +19,7 @@ function snapshot(over: Partial<LocalSnapshot> = {}): LocalSnapshot {
 }
 
 function files(...paths: string[]): Map<string, LocalFile> {
-  return new Map(paths.map((p) => [p, { sha: `sha-of-${p}`, size: 1 }]));
+  return new Map(paths.map((p) => [p, { sha: `sha-of-${p}`, size: 1, mtimeMs: 0 }]));
 }
 
 /** A baseline of `n` memories: /a.md, /b.md, ... */

@@ -88,7 +88,8 @@ export async function makeHarness(kind: DiskKind): Promise<Harness> {
   };
   const encoder = new TextEncoder();
   const mounter = (options: Partial<MemoryMounterOptions> = {}) =>
-    new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot, now: () => clock.now, logger, ...options });
+    // newFileSettle 0: files written by a test are pushed by the very next pass (its own tests set it).
+    new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot, now: () => clock.now, logger, newFileSettle: 0, ...options });
   const notesDir = `${memoryRoot}/notes`;
   return {
     fs,

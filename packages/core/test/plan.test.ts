@@ -21,11 +21,12 @@ function input({ b, l, r }: Sides, over: Partial<PlanInput> = {}): PlanInput {
     graceMs: 30_000,
     pushOnly: false,
     baseline: new Map(b ? [[P, b]] : []),
-    localFiles: new Map<string, LocalFile>(l ? [[P, { sha: l, size: 1 }]] : []),
+    localFiles: new Map<string, LocalFile>(l ? [[P, { sha: l, size: 1, mtimeMs: 0 }]] : []),
     localBlocked: new Map(),
     remote: new Map(r ? [[P, { id: ID, sha: r }]] : []),
     missingSince: new Map(),
     refused: new Map(),
+    settleAfter: null,
     ...over,
   };
 }
@@ -138,11 +139,13 @@ describe('planStore, read_only, row by row', () => {
     expect(ro({ b: 'B', l: 'L', r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'conflict' }]);
   });
 
-  it('L missing, R = B: nothing, the file stays gone, never a candidate', () => {
+  it('L missing, R = B: nothing, the file stays gone, never a candidate; still tracked as missing', () => {
     const plan = ro({ b: 'B', r: 'B' }, { missingSince: new Map([[P, 0]]) });
     expect(plan.actions).toEqual([]);
     expect(plan.pendingDeletions).toEqual([]);
-    expect(plan.missingSince.size).toBe(0);
+    // Tracked like a read-write store's, so the trust check does not take a folder emptied one
+    // file at a time for a wipe (it expects only files not known missing).
+    expect([...plan.missingSince]).toEqual([[P, 0]]);
   });
 
   it('L missing, R changed: restore', () => {
@@ -234,7 +237,7 @@ describe('planStore: deletions (SPEC 4.3)', () => {
 
 describe('planStore: refusals, blocked paths, push-only flush', () => {
   it('unpushable content is refused with its reason, warned the first time only', () => {
-    const local = new Map([[P, { sha: 'L', size: 200_000, unpushable: 'is larger than 102400 bytes' }]]);
+    const local = new Map([[P, { sha: 'L', size: 200_000, mtimeMs: 0, unpushable: 'is larger than 102400 bytes' }]]);
     const first = rw({}, { localFiles: local });
     expect(first.actions).toEqual([{ type: 'refuse', path: P, localSha: 'L', reason: 'is larger than 102400 bytes', firstTime: true }]);
     const again = rw({}, { localFiles: local, refused: new Map([[P, 'L']]) });

@@ -36,7 +36,7 @@ describe('withMemorySync', () => {
     client.seed('memstore_rw', { '/a.md': 'a' });
     client.seed('memstore_ro', { '/style.md': 'house style' });
     now = 0;
-    mounter = new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot: ROOT, now: () => now });
+    mounter = new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot: ROOT, now: () => now, newFileSettle: 0 });
     await mounter.materialize([
       { type: 'memory_store', memory_store_id: 'memstore_rw', name: 'notes' },
       { type: 'memory_store', memory_store_id: 'memstore_ro', name: 'style', access: 'read_only' },

@@ -57,6 +57,7 @@ export class CorpusHost {
       now: () => this.clock.now,
       logger: this.logger,
       deleteGracePeriod: 0,
+      newFileSettle: 0, // a case writes, then syncs: nothing is mid-write
       ...options,
     });
   }

@@ -137,6 +137,8 @@ export class Case implements RequestObserver {
       memory_sync_deletions: scenario.deletionMode,
       deleteGracePeriod: scenario.graceSeconds,
       finalSyncTimeout: scenario.finalSyncTimeoutSeconds,
+      // The model's agent writes between steps, not during them: nothing is ever mid-write.
+      newFileSettle: 0,
     });
     await c.step('materialize', async () => {
       await c.mounter.materialize(

@@ -22,10 +22,14 @@ export class Budget {
     return this.attempts < this.target && Date.now() < this.deadline;
   }
 
-  /** Splits what is left into `parts` equal budgets, for a class's variants. */
-  static split(target: number, ms: number, parts: number): Budget[] {
-    const start = Date.now();
-    return Array.from({ length: parts }, (_, i) => new Budget(Math.ceil(target / parts), start + Math.round((ms * (i + 1)) / parts)));
+  /**
+   * The budget of variant `index` of `parts` in a class that started at `start` and has done
+   * `done` attempts so far: what is left of the target, shared among the variants still to run,
+   * and a deadline at its share of the class's time. A slow variant leaves attempts to the
+   * faster ones after it; none can take the time of those after it.
+   */
+  static share(target: number, start: number, ms: number, done: number, index: number, parts: number): Budget {
+    return new Budget(Math.ceil((target - done) / (parts - index)), start + Math.round((ms * (index + 1)) / parts));
   }
 }
 

@@ -40,10 +40,13 @@ async function runVariants(
   variants: Record<string, (budget: Budget) => Promise<VariantRun>>,
 ): Promise<ClassResult> {
   const entries = Object.entries(variants);
-  const budgets = Budget.split(attempts, ms, entries.length);
+  const start = Date.now();
   const results: VariantResult[] = [];
   try {
-    for (const [i, [name, variant]] of entries.entries()) results.push({ name, ...(await variant(budgets[i]!)) });
+    for (const [i, [name, variant]] of entries.entries()) {
+      const done = results.reduce((n, r) => n + r.budget.attempts, 0);
+      results.push({ name, ...(await variant(Budget.share(attempts, start, ms, done, i, entries.length))) });
+    }
   } finally {
     await Promise.all(results.map((r) => r.arena.dispose()));
   }
@@ -91,6 +94,12 @@ async function settle(arena: Arena, mounter: MemoryMounter, tidyUp: () => void, 
   if (!found) return;
   await mounter.reconcile({ force: true });
   arena.check(allowedInRoot);
+}
+
+function addCounts(total: RacerCounts, more: RacerCounts): void {
+  total.swaps += more.swaps;
+  total.failures += more.failures;
+  total.events += more.events;
 }
 
 async function finalizeQuietly(mounter: MemoryMounter): Promise<void> {
@@ -172,10 +181,7 @@ async function writeUnderStoreFolder(bin: string, budget: Budget, mode: 'loop' |
       putBack(bin, arena.storeDir, link, isLink);
       await settle(arena, mounter, () => tidy(arena, seeded), inRoot);
     }
-    const c = await stopAll([racer]);
-    counts.swaps += c.swaps;
-    counts.failures += c.failures;
-    counts.events += c.events;
+    addCounts(counts, await stopAll([racer]));
     await finalizeQuietly(mounter);
     arena.removeStoreDir();
     arena.check(['store-link']);
@@ -268,43 +274,62 @@ const DELETE_CANARY: CanaryTemplate = {
 
 /**
  * delete-outside. Nothing outside the store folder is removed when the engine removes things
- * while the agent exchanges /sub with sub-link -> host in a loop:
- * 1. finalize() of a fresh mounter: the final sync, then the recursive removal of the folder;
+ * while the agent exchanges folders with links to the host in a loop:
+ * 1. finalize() of a fresh mounter: the final sync, then the recursive removal of the folder,
+ *    while folders are exchanged with links to the host that the agent keeps deep in a folder of
+ *    its own (so the removal reaches them last): (a) /sub0../sub3 in a loop, (b) /sub0 the
+ *    instant its first entry is deleted (IN_DELETE): the removal has listed the real folder and
+ *    goes on by name;
  * 2. an ordinary forced reconcile that deletes local files because another writer deleted their
- *    memories (the host holds files of the same names).
+ *    memories, while /sub is exchanged with sub-link -> host (a) in a loop, (b) the instant the
+ *    engine deletes the first of them. The host holds files of the same names throughout.
  */
 export function deleteOutside(bin: string, attempts: number, ms: number): Promise<ClassResult> {
   return runVariants(attempts, ms, {
-    finalize: (b) => deleteOnFinalize(bin, b),
-    'remote deletions': (b) => deleteOnRemoteDeletions(bin, b),
+    'finalize, loop': (b) => deleteOnFinalize(bin, b, 'loop'),
+    'finalize, on delete': (b) => deleteOnFinalize(bin, b, 'on delete'),
+    'remote deletions, loop': (b) => deleteOnRemoteDeletions(bin, b, 'loop'),
+    'remote deletions, on delete': (b) => deleteOnRemoteDeletions(bin, b, 'on delete'),
   });
 }
 
-async function deleteOnFinalize(bin: string, budget: Budget): Promise<VariantRun> {
+async function deleteOnFinalize(bin: string, budget: Budget, mode: 'loop' | 'on delete'): Promise<VariantRun> {
   const arena = await Arena.create(DELETE_CANARY);
-  const seeded = {
-    '/top.md': 'top\n',
-    ...Object.fromEntries(range(6).map((k) => [`/sub/n${k}.md`, `n${k}\n`])),
-    '/sub/deep/x/y.md': 'y\n',
-  };
+  // Each folder holds the host's names and is swapped: four chances per removal for the loop;
+  // one folder (one racer to start per attempt) is enough for the precise trigger.
+  const folders = range(mode === 'loop' ? 4 : 1).map((j) => `sub${j}`);
+  const seeded: Record<string, string> = { '/top.md': 'top\n' };
+  for (const f of folders) {
+    for (const k of range(6)) seeded[`/${f}/n${k}.md`] = `${f} n${k}\n`;
+    seeded[`/${f}/deep/x/y.md`] = `${f} y\n`;
+  }
   arena.client.seed(STORE, seeded);
-  const sub = join(arena.storeDir, 'sub');
-  const link = join(arena.storeDir, 'sub-link');
-  const racer = await Racer.start(bin, ['loop', sub, link]);
+  // The agent keeps its links deep in a folder of its own: the removal, which works on every
+  // folder at once, reaches them only after it has started emptying /sub<j>.
+  const hideout = join(arena.storeDir, 'zz', 'a', 'b', 'c', 'd');
+  const pairs = folders.map((f) => [join(arena.storeDir, f), join(hideout, `${f}-link`)] as const);
+  const counts: RacerCounts = { swaps: 0, failures: 0, events: 0 };
+  const loop = mode === 'loop' ? await Racer.start(bin, ['loop', ...pairs.flat()]) : null;
   while (budget.more()) {
     const mounter = await arena.mount();
-    symlinkSync(arena.host, link);
-    await raced(arena, budget, [racer], () => mounter.finalize());
-    putBack(bin, sub, link, isLink);
+    mkdirSync(hideout, { recursive: true });
+    for (const [, link] of pairs) symlinkSync(arena.host, link);
+    // A watch holds the inode of a folder, new with each mounter: watching racers per attempt.
+    const racers = loop
+      ? [loop]
+      : await Promise.all(pairs.map(([sub, link]) => Racer.start(bin, ['on', 'delete', sub, '*', sub, link])));
+    await raced(arena, budget, racers, () => mounter.finalize());
+    if (!loop) addCounts(counts, await stopAll(racers));
+    for (const [sub, link] of pairs) putBack(bin, sub, link, isLink);
     arena.check();
     arena.removeStoreDir();
     tidy(arena, seeded);
   }
-  const counts = await stopAll([racer]);
+  if (loop) addCounts(counts, await stopAll([loop]));
   return { arena, budget, counts };
 }
 
-async function deleteOnRemoteDeletions(bin: string, budget: Budget): Promise<VariantRun> {
+async function deleteOnRemoteDeletions(bin: string, budget: Budget, mode: 'loop' | 'on delete'): Promise<VariantRun> {
   const arena = await Arena.create(DELETE_CANARY);
   const seeded = { '/top.md': 'top\n', ...Object.fromEntries(range(6).map((k) => [`/sub/n${k}.md`, `n${k}\n`])) };
   arena.client.seed(STORE, seeded);
@@ -312,7 +337,7 @@ async function deleteOnRemoteDeletions(bin: string, budget: Budget): Promise<Var
   const sub = join(arena.storeDir, 'sub');
   const link = join(arena.storeDir, 'sub-link');
   symlinkSync(arena.host, link);
-  const racer = await Racer.start(bin, ['loop', sub, link]);
+  const racer = await Racer.start(bin, mode === 'loop' ? ['loop', sub, link] : ['on', 'delete', sub, '*', sub, link]);
   while (budget.more()) {
     const i = arena.attempt + 1;
     // Unraced: the memories arrive on disk. Then another writer deletes them in the store.

@@ -5,15 +5,16 @@
  * name takes the other's inode, so there is no instant at which either name is missing. A sync
  * engine that checks a path and then acts on it can be handed a different object in between.
  *
- *   racer loop <a> <b> <ms>
- *       exchange a and b as fast as possible for ms milliseconds.
+ *   racer loop <a> <b> [<a2> <b2> ...] <ms>
+ *       exchange a and b as fast as possible for ms milliseconds (several pairs: in turn).
  *   racer inotify <dir> <a> <b> <ms>
  *       watch dir (IN_CREATE|IN_OPEN|IN_ACCESS|IN_MOVED_TO) and exchange a and b once per event
  *       (the IN_MOVED_TO our own exchanges cause are ignored), for ms milliseconds.
- *   racer on <create|open> <dir> <name> <a> <b> <ms>
- *       exchange a and b each time the entry `name` of dir is created (or opened): the moment
- *       the engine makes a folder, or opens one to list it, it is swapped for a symlink.
- *       `name` may end in '*' (any name with that prefix); '.' means dir itself.
+ *   racer on <create|open|delete> <dir> <name> <a> <b> <ms>
+ *       exchange a and b each time the entry `name` of dir is created, opened or deleted: the
+ *       moment the engine makes a folder, opens one to list it, or starts emptying it, it is
+ *       swapped for a symlink. `name` may end in '*' (any name with that prefix, `*` alone: any
+ *       entry); '.' means dir itself.
  *   racer swap <a> <b>
  *       exchange once; exit 2 if that failed.
  *
@@ -101,7 +102,8 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-static void run_loop(const char *a, const char *b, long ms) {
+/* pairs[0] <-> pairs[1], pairs[2] <-> pairs[3], ...: npaths names, an even number. */
+static void run_loop(char **pairs, int npaths, long ms) {
   say("ready");
   double deadline = now_ms() + ms;
   /* Look at the clock and the flags every 256 exchanges only: the exchange is the point. */
@@ -110,7 +112,7 @@ static void run_loop(const char *a, const char *b, long ms) {
       resumed = 0;
       say("go");
     }
-    for (int i = 0; i < 256; i++) exchange(a, b);
+    for (int i = 0; i < 256; i++) exchange(pairs[(2 * i) % npaths], pairs[(2 * i) % npaths + 1]);
     if (now_ms() >= deadline) break;
   }
 }
@@ -192,9 +194,9 @@ static int named(uint32_t mask, const char *name, const void *ctx) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: racer loop <a> <b> <ms>\n"
+          "usage: racer loop <a> <b> [<a2> <b2> ...] <ms>\n"
           "       racer inotify <dir> <a> <b> <ms>\n"
-          "       racer on <create|open> <dir> <name> <a> <b> <ms>\n"
+          "       racer on <create|open|delete> <dir> <name> <a> <b> <ms>\n"
           "       racer swap <a> <b>\n");
   exit(2);
 }
@@ -217,13 +219,14 @@ int main(int argc, char **argv) {
     if (exchange(argv[2], argv[3]) != 0) die("renameat2");
     return 0;
   }
-  if (strcmp(mode, "loop") == 0 && argc == 5) {
-    run_loop(argv[2], argv[3], parse_ms(argv[4]));
+  if (strcmp(mode, "loop") == 0 && argc >= 5 && argc % 2 == 1) {
+    run_loop(argv + 2, argc - 3, parse_ms(argv[argc - 1]));
   } else if (strcmp(mode, "inotify") == 0 && argc == 6) {
     struct pair own = {argv[3], argv[4]};
     run_watch(argv[2], IN_CREATE | IN_OPEN | IN_ACCESS | IN_MOVED_TO, any_but_own, &own, argv[3], argv[4], parse_ms(argv[5]));
-  } else if (strcmp(mode, "on") == 0 && argc == 8 && (strcmp(argv[2], "create") == 0 || strcmp(argv[2], "open") == 0)) {
-    uint32_t mask = strcmp(argv[2], "create") == 0 ? IN_CREATE : IN_OPEN;
+  } else if (strcmp(mode, "on") == 0 && argc == 8) {
+    uint32_t mask = strcmp(argv[2], "create") == 0 ? IN_CREATE : strcmp(argv[2], "open") == 0 ? IN_OPEN : strcmp(argv[2], "delete") == 0 ? IN_DELETE : 0;
+    if (mask == 0) usage();
     run_watch(argv[3], mask, named, argv[4], argv[5], argv[6], parse_ms(argv[7]));
   } else {
     usage();

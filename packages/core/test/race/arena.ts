@@ -50,6 +50,8 @@ interface Seen {
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 export class Arena {
+  /** Every arena not yet disposed: a class that throws halfway must not leave its temp dir. */
+  static readonly #live = new Set<Arena>();
   readonly client = new InMemoryStoreClient();
   /** What the engine is given: the fake store, with every upload inspected for canary secrets. */
   readonly storeClient: StoreClient;
@@ -83,6 +85,12 @@ export class Arena {
     this.buildCanary();
     this.#snapshot = this.readCanary();
     this.storeClient = new UploadInspector(wrap(this.client), (storeId, path, content) => this.inspectUpload(storeId, path, content));
+    Arena.#live.add(this);
+  }
+
+  /** Disposes of every arena left (afterAll). */
+  static async disposeAll(): Promise<void> {
+    await Promise.all([...Arena.#live].map((a) => a.dispose()));
   }
 
   /** `wrap` puts a hostile or instrumented StoreClient between the fake store and the engine. */
@@ -228,6 +236,7 @@ export class Arena {
   }
 
   dispose(): Promise<void> {
+    Arena.#live.delete(this);
     return rm(this.base, { recursive: true, force: true });
   }
 }

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeViolations } from './arena.js';
+import { Arena, describeViolations } from './arena.js';
 import { deleteOutside, hardLinks, readOutside, writeOutside, type ClassResult } from './classes.js';
 import { exhaustion } from './exhaustion.js';
 import { bundleChild } from '../reliability/child-bundle.js';
-import { buildRacer, raceSkipReason } from './racer.js';
+import { buildRacer, Racer, raceSkipReason } from './racer.js';
 
 /**
  * Racing the engine (SPEC §6.1, issue 8 item 6). The agent owns the store folder and swaps
@@ -37,7 +37,11 @@ if (skip) console.warn(`race tests SKIPPED: ${skip}. They prove the confinement 
     engineChild = join(work, 'engine-child.cjs');
     await bundleChild(fileURLToPath(new URL('./engine-child.ts', import.meta.url)), engineChild);
   }, 60_000);
-  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  afterAll(async () => {
+    await Racer.killAll();
+    await Arena.disposeAll();
+    rmSync(work, { recursive: true, force: true });
+  });
 
   const classes: [string, (racer: string, attempts: number, ms: number) => Promise<ClassResult>][] = [
     ['write-outside', writeOutside],

@@ -41,6 +41,8 @@ export interface RacerCounts {
  * checks never race with it.
  */
 export class Racer {
+  /** Every racer not yet stopped: a test that throws halfway must not leave them (stopped) behind. */
+  static readonly #live = new Set<Racer>();
   #stdout = '';
   readonly #exited: Promise<unknown>;
 
@@ -49,6 +51,18 @@ export class Racer {
     child.stderr.setEncoding('utf8').on('data', (d: string) => (this.#stdout += d));
     // 'close', not 'exit': the report line may still be in the pipe when the process exits.
     this.#exited = once(child, 'close');
+    Racer.#live.add(this);
+    void this.#exited.then(() => Racer.#live.delete(this));
+  }
+
+  /** Kills every racer still running (afterAll). */
+  static async killAll(): Promise<void> {
+    await Promise.all(
+      [...Racer.#live].map(async (r) => {
+        r.child.kill('SIGKILL');
+        await r.#exited;
+      }),
+    );
   }
 
   /**

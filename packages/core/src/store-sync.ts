@@ -268,11 +268,12 @@ export class StoreSync {
 
   /** Why finalize must leave this store's folder in place, or null when it may go. */
   async removalRefusal(): Promise<string | null> {
-    if ((await this.#folder.locate()) !== 'directory') return null;
+    const distrust = this.state.distrusted && `folder not trusted: ${this.state.distrusted}`;
+    if ((await this.#folder.locate()) !== 'directory') return distrust || null;
     // An empty folder holds nothing of anyone's: it is provably the one made here, whatever
     // happened to its marker, and leaving it would refuse the next session (SPEC 4.4).
     if ((await this.#folder.topLevelNames()).length === 0) return null;
-    if (this.state.distrusted) return `folder not trusted: ${this.state.distrusted}`;
+    if (distrust) return distrust;
     const marker = await readMarker(this.#folder, this.mount.memoryStoreId);
     return marker === 'ok' ? null : `marker check failed (${marker})`;
   }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
+import { ControlPlaneEmulator, type ControlPlaneOptions } from './control-plane.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
@@ -33,6 +34,8 @@ export interface MemoryApiServerOptions {
   now?: () => number;
   /** Initial `versionRetentionMs`. */
   versionRetentionMs?: number;
+  /** Credentials and lease TTL of the control-plane endpoints (`controlPlane`). */
+  controlPlane?: ControlPlaneOptions;
 }
 
 /** One request the server received, for assertions on what a client sent. */
@@ -79,6 +82,12 @@ export class MemoryApiServer {
   versionRetentionMs: number | undefined;
   /** Every request that matched a route, oldest first. */
   readonly requests: RecordedRequest[] = [];
+  /**
+   * The control-plane endpoints a self-hosted worker calls (work queue, leases, a session's
+   * events), served on the same base URL, with their helpers: queue work, play a session with
+   * a scripted agent. Its requests are counted there, not in `requests`.
+   */
+  readonly controlPlane: ControlPlaneEmulator;
 
   readonly #options: MemoryApiServerOptions;
   readonly #stores = new Map<string, MemoryStore>();
@@ -89,6 +98,11 @@ export class MemoryApiServer {
   readonly #env: StoreEnvironment;
   #server: Server | undefined;
   #closing = false;
+  /**
+   * Connections that have not carried a request yet. `closeIdleConnections` leaves them open
+   * (the SDK's fetch opens one now and then and never uses it), so `close` cuts them.
+   */
+  readonly #unused = new Set<Socket>();
 
   constructor(options: MemoryApiServerOptions = {}) {
     this.#options = options;
@@ -102,12 +116,20 @@ export class MemoryApiServer {
       nowMs: now,
       retentionMs: () => this.versionRetentionMs,
     };
+    this.controlPlane = new ControlPlaneEmulator(options.controlPlane ?? {}, { newId: randomId, now: this.#env.now });
   }
 
   /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
   async start(): Promise<string> {
     if (this.#server) throw new Error('MemoryApiServer is already started');
-    const server = createServer((req, res) => void this.#handle(server, req, res));
+    const server = createServer((req, res) => {
+      this.#unused.delete(req.socket);
+      void this.#handle(server, req, res);
+    });
+    server.on('connection', (socket: Socket) => {
+      this.#unused.add(socket);
+      socket.once('close', () => this.#unused.delete(socket));
+    });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -130,8 +152,10 @@ export class MemoryApiServer {
     if (!server) return;
     this.#server = undefined;
     this.#closing = true;
+    this.controlPlane.close();
     const closed = new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     server.closeIdleConnections();
+    for (const socket of this.#unused) socket.destroy();
     try {
       await closed;
     } finally {
@@ -248,6 +272,7 @@ export class MemoryApiServer {
     try {
       const body = await readBody(req);
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (await this.controlPlane.handle(req, res, url, body)) return;
       const sessionId = matchSessionRoute(req.method, url.pathname);
       if (sessionId !== undefined) {
         this.sessionRequests++;

@@ -12,6 +12,6 @@ export default defineConfig({
   noExternal: [/^@memory-mounter\//],
   // The packages' CommonJS dependencies (debug, fs-extra) are bundled too, and they `require`
   // Node built-ins; an ESM bundle has no `require` unless it makes one.
-  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   tsconfig: '../../tsconfig.json',
 });

@@ -65,7 +65,7 @@ export async function handleWorkItem(work: WorkItem, options: WorkerOptions, sig
     logger,
     ...pickDefined(options, ['memoryRoot', 'memory_sync_interval', 'memory_sync_deletions', 'now']),
   });
-  options.onMounted?.(work, mounter?.mounts ?? []);
+  options.onMounted?.(work, [...(mounter?.mounts ?? [])]);
 
   // The file tools may reach the workdir and every store; the read-only stores are refused by
   // the toolset itself, and again by withMemorySync's guard, which also covers folders under

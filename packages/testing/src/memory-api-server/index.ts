@@ -19,6 +19,7 @@ export {
   type ScriptedAgentScript,
   type PlaySessionOptions,
   type ScriptedSessionState,
+  type SessionHost,
 } from './scripted-session.js';
 export type {
   WorkState,

@@ -53,6 +53,12 @@ export interface RecoverOptions {
   requestTimeout?: number;
   /** Clock in ms, for the report. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Only the records of these stores are recovered; the others, and the folders they name, are
+   * not touched and not reported. For a worker whose credential reaches some stores only (a
+   * session's token reaches the stores attached to that session). Default: every record.
+   */
+  memoryStoreIds?: readonly string[];
 }
 
 /** Transfers in flight per store, as in a mounter's passes. */
@@ -78,6 +84,10 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   if (typeof options !== 'object' || options === null) throw new MemoryConfigError('MemoryMounter.recover needs an options object');
   if (options.stateDir === undefined) {
     throw new MemoryConfigError('MemoryMounter.recover needs stateDir: the directory the mounters kept their state records in', 'stateDir');
+  }
+  const only = options.memoryStoreIds;
+  if (only !== undefined && (!Array.isArray(only) || !only.every((id) => typeof id === 'string'))) {
+    throw new MemoryConfigError('memoryStoreIds must be an array of store ids', 'memoryStoreIds');
   }
   const resolved = resolveOptions({
     storeClient: options.storeClient,
@@ -112,7 +122,8 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
       report.unreadableRecords.push(bad);
       logger.warn('state record unreadable; left as it is, and its folder untouched', { state_dir: stateDir, record: bad.file, reason: bad.reason });
     }
-    report.stores = await Promise.all(listing.records.map(({ file, record }) => recoverOne(ctx, file, record)));
+    const chosen = listing.records.filter(({ record }) => only === undefined || only.includes(record.memory_store_id));
+    report.stores = await Promise.all(chosen.map(({ file, record }) => recoverOne(ctx, file, record)));
     report.timedOut = controller.signal.aborted;
     report.unvouched = await unvouchedEntries(fs, memoryRoot, listing.records.map((r) => r.record.host_path));
     for (const u of report.unvouched) {

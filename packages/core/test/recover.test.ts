@@ -298,6 +298,19 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect((await stateFiles()).sort()).toEqual([files.alive, files.freshFsTemp].sort());
     });
 
+    it('with memoryStoreIds, recovers those stores only and leaves the others unreported and untouched', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'edited');
+      const other = await recover({ memoryStoreIds: ['memstore_other'] });
+      expect(other.stores).toEqual([]);
+      expect(other.unvouched).toEqual([]);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited');
+      expect(h.client.count('update')).toBe(0);
+      const mine = await recover({ memoryStoreIds: [STORE] });
+      expect(mine.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md'] });
+      await expect(recover({ memoryStoreIds: 'x' })).rejects.toMatchObject({ option: 'memoryStoreIds' });
+    });
+
     it('removes the record of a folder that is already gone', async () => {
       await mount();
       await h.remove(dir);

@@ -176,6 +176,7 @@ export class MemoryMounter {
       const cleanup = { removed: [] as string[], leftInPlace: [] as FinalizeReport['leftInPlace'] };
       await this.removeFolders(created, cleanup, false, stores);
       await this.dropRecords(created, cleanup.leftInPlace);
+      await closeFolders(stores, created);
       throw err;
     }
     this.#stores = stores;
@@ -269,6 +270,7 @@ export class MemoryMounter {
       });
     }
     // The folders are gone (or no longer ours to write): nothing is mounted any more.
+    await closeFolders(this.#stores, this.#created);
     this.#stores = [];
     return report;
   }
@@ -454,6 +456,12 @@ export class MemoryMounter {
       }
     }
   }
+}
+
+/** Lets go of every folder handle a mounter holds (closing is idempotent; a removed folder's is closed already). */
+async function closeFolders(stores: readonly StoreSync[], created: readonly CreatedFolder[]): Promise<void> {
+  for (const store of stores) await store.folder.close().catch(() => {});
+  for (const entry of created) await entry.folder?.close().catch(() => {});
 }
 
 /**

@@ -1,4 +1,5 @@
-import { closeSync, constants as fsConstants, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { close, closeSync, constants as fsConstants, fstat, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
+import { promisify } from 'node:util';
 import { lstat as lstatPath, open as openPath, readdir as readdirPath, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
@@ -19,6 +20,10 @@ export type OpenFlagConstants = Omit<typeof fsConstants, 'O_NOFOLLOW' | 'O_NONBL
 
 const DEFAULT_FILE_MODE = 0o600;
 const DEFAULT_DIR_MODE = 0o700;
+
+const openFd = promisify(open) as (path: string, flags: number) => Promise<number>;
+const fstatFd = promisify(fstat) as (fd: number) => Promise<Stats>;
+const closeFd = promisify(close);
 
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
@@ -98,21 +103,29 @@ export class NodeFileSystem implements FileSystem {
     if (!this.#pinned) return unpinnedDirHandle(this, path);
     // O_NOFOLLOW|O_DIRECTORY refuses a link and anything but a folder, both as ENOTDIR on Linux;
     // the lstat after the refusal only names which it was (ELOOP for a link).
-    const handle = await openPath(path, this.#dirFlags).catch(async (err: unknown) => {
+    // A plain descriptor, not a FileHandle: a handle is held across passes and closed by its
+    // owner; Node would otherwise close (and warn about) one the host never finalized at GC.
+    const fd = await openFd(path, this.#dirFlags).catch(async (err: unknown) => {
       if (errorCode(err) === 'ENOTDIR' && (await this.lstat(path))?.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
       throw err;
     });
     try {
-      const stat = await handle.stat();
+      const stat = await fstatFd(fd);
+      let closed = false;
       return {
-        path: `${FD_DIR}/${handle.fd}`,
+        path: `${FD_DIR}/${fd}`,
         pinned: true,
         dev: stat.dev,
         ino: stat.ino,
-        close: () => handle.close(),
+        close: async () => {
+          // Once only: the number may belong to another open by the time of a second close.
+          if (closed) return;
+          closed = true;
+          await closeFd(fd);
+        },
       };
     } catch (err) {
-      await handle.close();
+      await closeFd(fd);
       throw err;
     }
   }

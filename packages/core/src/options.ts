@@ -32,6 +32,7 @@ export interface ResolvedOptions {
   /** Where crash-recovery records go; undefined: none are kept. */
   stateDir: string | undefined;
   keepUnpushed: boolean;
+  conflictCopies: boolean;
   now: () => number;
   logger: Logger;
 }
@@ -76,6 +77,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
     stateDir: options.stateDir === undefined ? undefined : resolveStateDir(options.stateDir, memoryRoot),
     keepUnpushed: resolveKeepUnpushed(options.keepUnpushed),
+    conflictCopies: resolveBoolean(options.conflictCopies, 'conflictCopies'),
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -161,6 +163,12 @@ export function resolveStateDir(dir: unknown, memoryRoot: string): string {
 function resolveKeepUnpushed(value: unknown): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw new MemoryConfigError(`keepUnpushed must be a boolean; got ${JSON.stringify(value)}`, 'keepUnpushed');
+  return value;
+}
+
+function resolveBoolean(value: unknown, option: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new MemoryConfigError(`${option} must be a boolean; got ${describeValue(value)}`, option);
   return value;
 }
 

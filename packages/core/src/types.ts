@@ -101,6 +101,14 @@ export interface MemoryMounterOptions {
    * unpushed changes with it (SPEC 4.5).
    */
   keepUnpushed?: boolean;
+  /**
+   * When true, the local loser of a conflict (the store wins, SPEC 4.2) is written beside the
+   * file as `<name>.conflict-<timestamp>.<ext>` (UTC, to the millisecond) before the store's
+   * version replaces it, like Syncthing. Such files are never synced in either direction and go
+   * with the folder at finalize. A boolean, no unit. Default false (the `conflict` event still
+   * carries the losing bytes).
+   */
+  conflictCopies?: boolean;
   /** Clock: a function returning **milliseconds** since the epoch. Default `Date.now`. */
   now?: () => number;
   /** Where log lines go (no unit). Default: the `debug` package, namespaces `memory-mounter:*`. */

@@ -10,6 +10,7 @@ import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.
 import type { SyncState } from './sync-state.js';
 import type { Logger } from './types.js';
 import { decodeUtf8, encodeUtf8 } from './utf8.js';
+import { conflictCopyPath, type StoreEvents } from './events.js';
 
 /**
  * The executor: applies a plan through the two seams, with at most `concurrency` transfers in
@@ -29,10 +30,15 @@ export interface ApplyContext {
   /** Aborted when a time bound runs out: no new action starts, calls in flight are cancelled. */
   signal: AbortSignal;
   concurrency: number;
+  /** Where the events of this store go (`mounter.on`); absent: none are emitted. */
+  events?: StoreEvents;
 }
 
 export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): Promise<void> {
   const slots = new Semaphore(ctx.concurrency);
+  let done = 0;
+  const total = actions.length;
+  if (total > 0) ctx.events?.progress(0, total);
   await Promise.all(
     actions.map((action) =>
       slots.runExclusive(async () => {
@@ -44,6 +50,8 @@ export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): 
           await applyAction(ctx, action);
         } catch (err) {
           recordFailure(ctx, action, err);
+        } finally {
+          ctx.events?.progress(++done, total);
         }
       }),
     ),
@@ -69,6 +77,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
     case 'refuse':
       ctx.state.refused.set(action.path, action.localSha);
       ctx.report.refused.push({ path: action.path, reason: action.reason });
+      if (action.firstTime) ctx.events?.refused({ path: action.path, reason: action.reason });
       if (action.firstTime) ctx.logger.warn(`not pushed: file ${action.reason}`, { path: action.path });
       return;
     case 'note_conflict':
@@ -82,6 +91,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
       const key = `keep:${action.path}:${action.localSha}`;
       if (action.warn && !ctx.state.warned.has(key)) {
         ctx.state.warned.add(key);
+        ctx.events?.refused({ path: action.path, reason: 'read-only store: local changes are never pushed' });
         ctx.logger.warn('memory deleted in a read-only store; the local file is kept and never pushed', { path: action.path });
       }
       return;
@@ -107,6 +117,8 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
   if (!stillAsPlanned(now, action.expectLocal)) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced.
+  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(ctx, path, sha, now.sha, now.bytes);
 
   try {
     await ctx.folder.write(path, bytes);
@@ -117,6 +129,7 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   ctx.state.baseline.set(path, sha);
   ctx.state.refused.delete(path);
   ctx.report.pulled.push(path);
+  ctx.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
   if (action.reason === 'conflict') {
     ctx.report.conflicts.push(path);
     ctx.logger.warn('conflict: the file and the memory both changed; the store wins and the local edit is replaced', { path });
@@ -166,6 +179,7 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
     if (storeError.kind === 'rejected') {
       ctx.state.refused.set(path, action.localSha);
       ctx.report.refused.push({ path, reason: `rejected by the store: ${storeError.message}` });
+      ctx.events?.refused({ path, reason: `rejected by the store: ${storeError.message}` });
       ctx.logger.warn('the store rejected this file; it is not sent again until it changes', { path, error: storeError.message });
       return;
     }
@@ -177,6 +191,30 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   ctx.state.unknownWrites.delete(path);
   ctx.state.refused.delete(path);
   ctx.report.pushed.push(path);
+  ctx.events?.pushed({ path, sha: action.localSha });
+}
+
+/**
+ * The losing side of a conflict, before the store's version replaces it: with `conflictCopies`
+ * it is written beside the file (through the store folder, under a name that never syncs), and
+ * every `conflict` listener gets its bytes. A copy that cannot be written is logged; the pull
+ * goes on (the store wins either way, SPEC 4.2).
+ */
+async function handOverLoser(ctx: ApplyContext, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<void> {
+  const events = ctx.events;
+  if (!events) return;
+  let copyPath: string | null = null;
+  if (events.conflictCopies) {
+    const copy = conflictCopyPath(path, Date.now());
+    try {
+      await ctx.folder.write(copy, bytes);
+      copyPath = events.hostPath(copy);
+      ctx.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
+    } catch (err) {
+      ctx.logger.warn('conflict copy could not be written', { path, copy, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
 }
 
 async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'delete_local' }>): Promise<void> {
@@ -191,6 +229,7 @@ async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'd
   }
   ctx.state.baseline.delete(action.path);
   ctx.report.deletedLocal.push(action.path);
+  ctx.events?.deleted({ path: action.path, side: 'local' });
 }
 
 async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: 'delete_remote' }>): Promise<void> {
@@ -224,6 +263,7 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
   ctx.state.baseline.delete(path);
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);
+  ctx.events?.deleted({ path, side: 'remote' });
   ctx.logger.info('deleted in the store: the file was deleted locally', { path });
 }
 

@@ -16,6 +16,7 @@ import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
+import type { StoreEvents } from './events.js';
 
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */
 const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
@@ -28,6 +29,8 @@ export interface StoreSyncDeps {
   concurrency: number;
   /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
   recreateFolder: () => Promise<StoreFolder>;
+  /** Events of this store (`mounter.on`); absent: none. */
+  events?: StoreEvents;
 }
 
 export interface PassOptions {
@@ -96,6 +99,7 @@ export class StoreSync {
       this.warnOnce(`unmountable:${path}:${reason}`, `remote memory not written: ${reason}`, { path, ...fields });
     };
     const slots = new Semaphore(this.deps.concurrency);
+    const progress = countProgress(this.deps.events, remote.size);
     await Promise.all(
       [...remote.keys()].map((path) =>
         slots.runExclusive(async () => {
@@ -131,7 +135,7 @@ export class StoreSync {
           }
           this.state.baseline.set(path, memory.content_sha256);
           written.push(path);
-        }),
+        }).finally(progress),
       ),
     );
     folder.release();
@@ -264,6 +268,7 @@ export class StoreSync {
         report,
         signal: opts.signal,
         concurrency: this.deps.concurrency,
+        ...(this.deps.events && { events: this.deps.events }),
       },
       plan.actions,
     );
@@ -297,6 +302,13 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** A callback that counts one more memory done of `total`, for the progress event. */
+function countProgress(events: StoreEvents | undefined, total: number): () => void {
+  let done = 0;
+  events?.progress(0, total);
+  return () => events?.progress(++done, total);
 }
 
 export function emptyReport(mount: MountedStore): StoreSyncReport {

@@ -52,6 +52,23 @@ describe('MemoryConfigError, naming the option at fault', () => {
     });
   });
 
+  it('memory_sync_interval above 3,600 s is refused as milliseconds passed by mistake', () => {
+    const err = configError({ ...valid(), memory_sync_interval: 15_000 });
+    expect(err.option).toBe('memory_sync_interval');
+    expect(err.message).toMatch(/in seconds/);
+    expect(err.message).toMatch(/milliseconds/);
+    expect(err.message).toContain('15000');
+    configError({ ...valid(), memory_sync_interval: 3_600.5 });
+    expect(() => new MemoryMounter({ ...valid(), memory_sync_interval: 3_600 })).not.toThrow();
+  });
+
+  it('a value of the wrong type is shown with its type', () => {
+    expect(configError({ ...valid(), memory_sync_interval: '15' }).message).toContain('got "15" (a string)');
+    expect(configError({ ...valid(), deleteGracePeriod: '30' }).message).toContain('got "30" (a string)');
+    expect(configError({ ...valid(), requestTimeout: true }).message).toContain('got true (a boolean)');
+    expect(configError({ ...valid(), syncTimeout: null }).message).toContain('got null');
+  });
+
   it('no options object at all', () => {
     configError(undefined);
     configError(null);

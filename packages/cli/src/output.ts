@@ -1,14 +1,15 @@
+import cliProgress from 'cli-progress';
 import type { FinalizeReport, MemoryMounter, ProgressEvent, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { FolderDiff } from './local-diff.js';
 
 /**
  * Everything the CLI prints. Human lines on stdout (errors on stderr); with --json, one JSON
- * object per line instead, each with an `event`. A progress bar on stderr-free stdout only when
- * it is a TTY and not --json: written in place with `\r`, cleared when the phase completes.
+ * object per line instead, each with an `event`. A progress bar (cli-progress) on stdout only
+ * when it is a TTY and not --json, cleared when the phase completes.
  */
 export class Output {
   readonly #tty: boolean;
-  #barShown = false;
+  #bar: cliProgress.SingleBar | null = null;
 
   constructor(readonly json: boolean) {
     this.#tty = !json && process.stdout.isTTY === true;
@@ -121,18 +122,22 @@ export class Output {
 
   #progress(p: ProgressEvent): void {
     if (!this.#tty || p.total === 0) return;
-    const width = 24;
-    const filled = Math.round((p.done / p.total) * width);
-    const verb = p.phase === 'materialize' ? 'downloading' : 'final sync';
-    process.stdout.write(`\r${verb} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${p.done}/${p.total}`);
-    this.#barShown = true;
-    if (p.done === p.total) this.#clearBar();
+    if (!this.#bar) {
+      const verb = p.phase === 'materialize' ? 'downloading' : 'final sync';
+      this.#bar = new cliProgress.SingleBar(
+        { format: `${verb} [{bar}] {value}/{total}`, barsize: 24, clearOnComplete: true, stream: process.stdout },
+        cliProgress.Presets.legacy,
+      );
+      this.#bar.start(p.total, p.done);
+    }
+    this.#bar.setTotal(p.total);
+    this.#bar.update(p.done);
+    if (p.done >= p.total) this.#clearBar();
   }
 
   #clearBar(): void {
-    if (!this.#barShown) return;
-    process.stdout.write('\r\x1b[2K');
-    this.#barShown = false;
+    this.#bar?.stop();
+    this.#bar = null;
   }
 
   #json(data: Record<string, unknown>): void {

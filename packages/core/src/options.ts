@@ -3,6 +3,9 @@ import { MemoryConfigError } from './errors.js';
 import type { FileSystem } from './file-system.js';
 import {
   DEFAULT_DELETE_GRACE_S,
+  DEFAULT_FULL_LISTING_EVERY,
+  DEFAULT_FULL_LISTING_INTERVAL_S,
+  DEFAULT_TRANSFER_CONCURRENCY,
   DEFAULT_NEW_FILE_SETTLE_S,
   DEFAULT_FINAL_SYNC_TIMEOUT_S,
   DEFAULT_REQUEST_TIMEOUT_S,
@@ -29,6 +32,12 @@ export interface ResolvedOptions {
   requestTimeoutMs: number;
   /** Past this, a reconcile pass (or materialize's download) is cut off. */
   syncTimeoutMs: number;
+  /** Transfers in flight at once, all stores of the session together. */
+  transferConcurrency: number;
+  /** A full listing at least once in this many passes. */
+  fullListingEvery: number;
+  /** A full listing at least this often (ms, on `now`). */
+  fullListingIntervalMs: number;
   now: () => number;
   logger: Logger;
 }
@@ -70,6 +79,9 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout') * 1000,
     requestTimeoutMs: timerSeconds(options.requestTimeout, DEFAULT_REQUEST_TIMEOUT_S, 'requestTimeout') * 1000,
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
+    transferConcurrency: count(options.transferConcurrency, DEFAULT_TRANSFER_CONCURRENCY, 'transferConcurrency'),
+    fullListingEvery: count(options.fullListingEvery, DEFAULT_FULL_LISTING_EVERY, 'fullListingEvery'),
+    fullListingIntervalMs: seconds(options.fullListingInterval, DEFAULT_FULL_LISTING_INTERVAL_S, 'fullListingInterval', false) * 1000,
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -83,6 +95,15 @@ function seconds(value: unknown, fallback: number, option: string, zeroAllowed: 
     throw new MemoryConfigError(`${option} must be a finite number of seconds ${bound}; got ${String(value)}`, option);
   }
   return value as number;
+}
+
+/** A count: an integer >= 1. */
+function count(value: unknown, fallback: number, option: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new MemoryConfigError(`${option} must be an integer >= 1; got ${String(value)}`, option);
+  }
+  return value;
 }
 
 /** Node timers fire at once past 2^31 - 1 ms, which would cut the bounded work off before it starts. */

@@ -121,6 +121,12 @@ export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
 export function parseTimestamp(text: unknown): Instant | null {
   if (typeof text !== 'string') return null;
+  // The common form (`2026-01-01T00:00:00.000Z`, what the service and the fakes send) without
+  // the general regex: a listing of 10,000 memories parses one per memory.
+  if (text.length === 24 && MS_UTC.test(text)) {
+    const ms = Date.parse(text);
+    return Number.isNaN(ms) ? null : BigInt(ms) * NS_PER_MS;
+  }
   const match = RFC3339.exec(text);
   if (!match) return null;
   const [, date, time, fraction = '', zone] = match;
@@ -129,6 +135,7 @@ export function parseTimestamp(text: unknown): Instant | null {
   return BigInt(ms) * NS_PER_MS + BigInt(fraction.slice(0, 9).padEnd(9, '0'));
 }
 
+const MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /**
@@ -341,10 +348,10 @@ export function stateFromListing(
   let newestUpdate: Instant | undefined;
   let twice = false;
   for (const memory of listed) {
-    const at = parseTimestamp(memory.updated_at);
-    if (at !== null && (newestUpdate === undefined || at > newestUpdate)) newestUpdate = at;
+    const known = knownFrom(memory);
+    if (known.at !== null && (newestUpdate === undefined || known.at > newestUpdate)) newestUpdate = known.at;
     if (memories.has(memory.id)) twice = true;
-    memories.set(memory.id, knownFrom(memory));
+    memories.set(memory.id, known);
   }
   let clock: Pick<RemoteFeedState, 'since' | 'mark'> = previous;
   const accountedAt = new Map<string, Instant>();

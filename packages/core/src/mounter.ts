@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
 import { BoundedStoreClient } from './bounded-store-client.js';
@@ -435,6 +436,9 @@ function timeBound(
   ms: number,
   controller = new AbortController(),
 ): { controller: AbortController; signal: AbortSignal; clear: () => void } {
+  // Every store call in flight listens to its deadline (each removes its listener when done):
+  // with a pool of transfers and several stores, far more than Node's default 10 is normal.
+  setMaxListeners(0, controller.signal);
   const timer = setTimeout(() => controller.abort(new Error(`${option} (${ms / 1000} s) ran out`)), ms);
   return { controller, signal: controller.signal, clear: () => clearTimeout(timer) };
 }

@@ -3,9 +3,10 @@ import { asStoreError, storeCall, StoreError } from './errors.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Action } from './plan.js';
+import type { RemoteChange } from './remote-feed.js';
 import type { StoreSyncReport } from './reports.js';
 import { sha256Hex } from './sha256.js';
-import type { StoreClient } from './store-client.js';
+import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
 import type { SyncState } from './sync-state.js';
 import type { Logger } from './types.js';
@@ -32,10 +33,14 @@ export interface ApplyContext {
   concurrency: number;
   /** Where the events of this store go (`mounter.on`); absent: none are emitted. */
   events?: StoreEvents;
+  /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
+  slots?: Semaphore;
+  /** Told what the store answered about a memory (a write's result, a fetch, a delete), so the remote view follows at once. */
+  onRemote?: (change: RemoteChange) => void;
 }
 
 export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): Promise<void> {
-  const slots = new Semaphore(ctx.concurrency);
+  const slots = ctx.slots ?? new Semaphore(ctx.concurrency);
   let done = 0;
   const total = actions.length;
   if (total > 0) ctx.events?.progress(0, total);
@@ -102,6 +107,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
 async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
   const { path } = action;
   const memory = await storeCall(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
+  ctx.onRemote?.({ kind: 'memory', memory });
   if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
   const content = memory.content;
   if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
@@ -159,19 +165,21 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   if (content === null) return skip(ctx, path, 'is not UTF-8 text');
 
   const signal = ctx.signal;
+  let written: StoreMemory;
   try {
     if (action.memoryId !== undefined) {
       try {
-        await storeCall(
+        written = await storeCall(
           ctx.client.update(ctx.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha! }, { signal }),
         );
       } catch (err) {
         // Deleted in the store since the listing: the file is the only copy, so re-create it.
         if ((err as StoreError).kind !== 'not_found') throw err;
-        await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+        ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
+        written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
       }
     } else {
-      await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+      written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
     }
   } catch (err) {
     const storeError = asStoreError(err);
@@ -187,6 +195,7 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   }
   // The baseline takes the sha we sent: if the store normalised the content, its listing then
   // differs from the baseline and the next pass pulls the store's version.
+  ctx.onRemote?.({ kind: 'memory', memory: written });
   ctx.state.baseline.set(path, action.localSha);
   ctx.state.unknownWrites.delete(path);
   ctx.state.refused.delete(path);
@@ -260,6 +269,7 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     // is kept there and the next pass restores it to disk.
     if ((err as StoreError).kind !== 'not_found') throw err;
   }
+  ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
   ctx.state.baseline.delete(path);
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);

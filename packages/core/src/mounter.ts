@@ -1,4 +1,6 @@
+import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
+import { Semaphore } from 'async-mutex';
 import { BoundedStoreClient } from './bounded-store-client.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
@@ -22,8 +24,6 @@ import { MounterEventEmitter, type StoreEvents } from './events.js';
 import { pendingLocalChanges, type StoreStatus } from './status.js';
 import type { Logger } from './types.js';
 
-/** Transfers in flight per store within one pass. */
-const TRANSFERS_PER_STORE = 8;
 /** After a time bound aborts a pass, how long its calls get to wind down before being left. */
 const ABORT_SETTLE_MS = 1_000;
 
@@ -45,6 +45,8 @@ export class MemoryMounter extends MounterEventEmitter {
   readonly #fs: FileSystem;
   /** The host's StoreClient, bounded by `requestTimeout` and retrying where that is safe. */
   readonly #client: StoreClient;
+  /** The session's transfers in flight, all stores together (`transferConcurrency`). */
+  readonly #transfers: Semaphore;
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
@@ -70,6 +72,7 @@ export class MemoryMounter extends MounterEventEmitter {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
     });
+    this.#transfers = new Semaphore(this.#options.transferConcurrency);
   }
 
   /**
@@ -213,7 +216,12 @@ export class MemoryMounter extends MounterEventEmitter {
             client: record ? record.client(this.#client) : this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
-            concurrency: TRANSFERS_PER_STORE,
+            concurrency: this.#options.transferConcurrency,
+            pool: this.#transfers,
+            listing: { everyPasses: this.#options.fullListingEvery, everyMs: this.#options.fullListingIntervalMs },
+            // A feed read that fails for as long as one request may take gives way to a full listing.
+            feedBudgetMs: this.#options.requestTimeoutMs,
+            now: this.#options.now,
             // Folders it makes again were recorded at materialize, so finalize still removes them.
             recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
             events: this.storeEvents(mount),
@@ -402,13 +410,16 @@ export class MemoryMounter extends MounterEventEmitter {
 
   private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport, deadline: AbortSignal): Promise<void> {
     // Both final passes waive the grace period and share the deadline: once it has passed, a pass
-    // starts nothing and is reported cut off at once, so the two never add up past it.
-    const finalPass = (pushOnly: boolean) => this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline }, true);
+    // starts nothing and is reported cut off at once, so the two never add up past it. The final
+    // sync always lists each store in full; the flush after it reuses what that listing (and the
+    // sync's own writes) taught, so a finalize reads each store once.
+    const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
+      this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote }, true);
     if (outcome === 'completed') {
-      report.sync = await finalPass(false);
+      report.sync = await finalPass(false, 'full');
       report.timedOut.sync = deadline.aborted;
     }
-    report.flush = await finalPass(true);
+    report.flush = await finalPass(true, outcome === 'completed' ? 'reuse' : 'auto');
     report.timedOut.flush = deadline.aborted;
     for (const s of report.flush.stores) {
       const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
@@ -620,6 +631,9 @@ function timeBound(
   ms: number,
   controller = new AbortController(),
 ): { controller: AbortController; signal: AbortSignal; clear: () => void } {
+  // Every store call in flight listens to its deadline (each removes its listener when done):
+  // with a pool of transfers and several stores, far more than Node's default 10 is normal.
+  setMaxListeners(0, controller.signal);
   const timer = setTimeout(() => controller.abort(new Error(`${option} (${ms / 1000} s) ran out`)), ms);
   return { controller, signal: controller.signal, clear: () => clearTimeout(timer) };
 }

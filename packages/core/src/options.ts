@@ -3,6 +3,9 @@ import { MemoryConfigError } from './errors.js';
 import type { FileSystem } from './file-system.js';
 import {
   DEFAULT_DELETE_GRACE_S,
+  DEFAULT_FULL_LISTING_EVERY,
+  DEFAULT_FULL_LISTING_INTERVAL_S,
+  DEFAULT_TRANSFER_CONCURRENCY,
   DEFAULT_NEW_FILE_SETTLE_S,
   DEFAULT_FINAL_SYNC_TIMEOUT_S,
   DEFAULT_REQUEST_TIMEOUT_S,
@@ -33,6 +36,12 @@ export interface ResolvedOptions {
   stateDir: string | undefined;
   keepUnpushed: boolean;
   conflictCopies: boolean;
+  /** Transfers in flight at once, all stores of the session together. */
+  transferConcurrency: number;
+  /** A full listing at least once in this many passes. */
+  fullListingEvery: number;
+  /** A full listing at least this often (ms, on `now`). */
+  fullListingIntervalMs: number;
   now: () => number;
   logger: Logger;
 }
@@ -78,6 +87,9 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     stateDir: options.stateDir === undefined ? undefined : resolveStateDir(options.stateDir, memoryRoot),
     keepUnpushed: resolveKeepUnpushed(options.keepUnpushed),
     conflictCopies: resolveBoolean(options.conflictCopies, 'conflictCopies'),
+    transferConcurrency: count(options.transferConcurrency, DEFAULT_TRANSFER_CONCURRENCY, 'transferConcurrency'),
+    fullListingEvery: count(options.fullListingEvery, DEFAULT_FULL_LISTING_EVERY, 'fullListingEvery'),
+    fullListingIntervalMs: seconds(options.fullListingInterval, DEFAULT_FULL_LISTING_INTERVAL_S, 'fullListingInterval', false) * 1000,
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -119,6 +131,15 @@ export function describeValue(value: unknown): string {
   if (typeof value === 'string') return `${JSON.stringify(value)} (a string)`;
   if (typeof value === 'object') return `${Array.isArray(value) ? 'an array' : 'an object'}`;
   return `${String(value)} (a ${typeof value})`;
+}
+
+/** A count: an integer >= 1. */
+function count(value: unknown, fallback: number, option: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new MemoryConfigError(`${option} must be an integer >= 1; got ${describeValue(value)}`, option);
+  }
+  return value;
 }
 
 /** Node timers fire at once past 2^31 - 1 ms, which would cut the bounded work off before it starts. */

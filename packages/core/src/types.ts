@@ -109,6 +109,26 @@ export interface MemoryMounterOptions {
    * carries the losing bytes).
    */
   conflictCopies?: boolean;
+  /**
+   * Store requests that move memories (downloads, pushes, fetches, remote deletes, and the
+   * per-folder listings of a parallel download) in flight at once, for the whole session: one
+   * pool shared by all its stores. An integer >= 1. Default 16.
+   */
+  transferConcurrency?: number;
+  /**
+   * Passes, counting: a reconcile pass lists each store in full at least once in every this many
+   * passes; the others read only what changed since the last one (the store's change feed, one
+   * request when nothing did). An integer >= 1; 1 lists in full every pass and never reads the
+   * feed. Finalize's final sync always lists in full. Default 100.
+   */
+  fullListingEvery?: number;
+  /**
+   * Seconds (on the `now` clock): a pass lists each store in full when this long has gone by
+   * since its last full listing, whatever `fullListingEvery` says; this bounds how long a change
+   * the feed could not show (a version past the service's retention) may go unseen. A finite
+   * number > 0. Default 600 (10 minutes).
+   */
+  fullListingInterval?: number;
   /** Clock: a function returning **milliseconds** since the epoch. Default `Date.now`. */
   now?: () => number;
   /** Where log lines go (no unit). Default: the `debug` package, namespaces `memory-mounter:*`. */

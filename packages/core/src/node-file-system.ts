@@ -244,9 +244,10 @@ async function readUpTo(handle: FileHandle, maxBytes: number): Promise<Uint8Arra
   while (total < maxBytes) {
     const chunk = Buffer.allocUnsafe(Math.min(maxBytes - total, 65_536));
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
-    if (bytesRead === 0) break;
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
+    // A regular file reads short only at its end: no second read to learn that.
+    if (bytesRead < chunk.length) break;
   }
   return new Uint8Array(Buffer.concat(chunks, total));
 }

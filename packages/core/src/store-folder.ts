@@ -35,7 +35,9 @@ export type RefusalCode =
   /** Larger than the memory limit: never read past it. */
   | 'too_large'
   /** A folder changed identity between two steps (unpinned handles only). */
-  | 'swapped';
+  | 'swapped'
+  /** Something is already where a download would create the file. */
+  | 'taken';
 
 export class FolderRefusal extends Error {
   override name = 'FolderRefusal';
@@ -175,14 +177,20 @@ export class StoreFolder {
    * the folders on the way (0700), each opened and checked right after its mkdir. An empty
    * folder standing where the file goes (left by a remote delete or rename) is removed first;
    * a non-empty one is never touched. Throws FolderRefusal when a folder on the way is a link,
-   * a file, or swapped.
+   * a file, or swapped. With `onlyIfAbsent`, anything already at `wirePath` (but an empty
+   * folder) is refused (`taken`) instead of replaced: a download into a fresh folder never
+   * writes over a name clash.
    */
-  write(wirePath: string, bytes: Uint8Array): Promise<void> {
+  write(wirePath: string, bytes: Uint8Array, opts: { onlyIfAbsent?: boolean } = {}): Promise<void> {
     return this.#act(() =>
       this.#inParent(wirePath, true, undefined, async (dir, name) => {
         const target = `${dir.path}/${name}`;
         await this.#verify(dir, wirePath);
-        if ((await this.fs.lstat(target))?.type === 'directory') {
+        const there = await this.fs.lstat(target);
+        if (opts.onlyIfAbsent && there && there.type !== 'directory') {
+          throw new FolderRefusal('taken', wirePath, there.type === 'symlink' ? 'is a symlink' : 'already exists');
+        }
+        if (there?.type === 'directory') {
           // rmdir(2) refuses a folder that holds anything: only an empty one goes.
           try {
             await this.fs.rm(target);

@@ -155,12 +155,7 @@ export class StoreSync {
           try {
             // A fresh folder holds nothing, so anything here is a name clash (a case-insensitive
             // disk, or a file/folder overlap): never write over it.
-            const there = await folder.read(path);
-            if (there.kind !== 'absent') {
-              const detail = there.kind === 'other' ? `${path} ${there.reason}` : `${path} already exists`;
-              return skipMemory(path, `its place on disk is taken: ${detail}`, { detail });
-            }
-            await folder.write(path, bytes);
+            await folder.write(path, bytes, { onlyIfAbsent: true });
           } catch (err) {
             // One memory that cannot be placed (a folder on its way replaced, a name the disk
             // refuses) never fails the whole download: it is skipped and reported.

@@ -1,6 +1,6 @@
-import { close, closeSync, constants as fsConstants, fstat, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
+import { close, closeSync, constants as fsConstants, fstat, fstatSync, lstat, open, openSync, read, statSync, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
-import { lstat as lstatPath, open as openPath, readdir as readdirPath, type FileHandle } from 'node:fs/promises';
+import { open as openPath, readdir as readdirPath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
 import { MemoryConfigError } from './errors.js';
@@ -24,6 +24,9 @@ const DEFAULT_DIR_MODE = 0o700;
 const openFd = promisify(open) as (path: string, flags: number) => Promise<number>;
 const fstatFd = promisify(fstat) as (fd: number) => Promise<Stats>;
 const closeFd = promisify(close);
+// The callback lstat, promisified: called for every entry of every scan, cheaper than fs/promises'.
+const lstatCallback = promisify(lstat) as (path: string) => Promise<Stats>;
+const readFd = promisify(read) as (fd: number, buffer: Buffer, offset: number, length: number, position: number) => Promise<{ bytesRead: number }>;
 
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
@@ -78,7 +81,7 @@ export class NodeFileSystem implements FileSystem {
 
   async lstat(path: string): Promise<FileStat | null> {
     try {
-      return fileStat(await lstatPath(path));
+      return fileStat(await lstatCallback(path));
     } catch (err) {
       // ENOTDIR: a file where a parent directory should be also means nothing is there.
       if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return null;
@@ -134,7 +137,11 @@ export class NodeFileSystem implements FileSystem {
     if (this.#pinned) return this.#openFileByPath(path);
     const handle = await openPath(path, this.#readFlags);
     try {
-      return { stat: fileStat(await handle.stat()), read: (maxBytes) => readUpTo(handle, maxBytes), close: () => handle.close() };
+      return {
+        stat: fileStat(await handle.stat()),
+        read: (maxBytes) => readUpTo((buf, pos) => handle.read(buf, 0, buf.length, pos), maxBytes),
+        close: () => handle.close(),
+      };
     } catch (err) {
       await handle.close();
       throw err;
@@ -148,19 +155,28 @@ export class NodeFileSystem implements FileSystem {
    * for reading, through `/proc/self/fd/<n>`: the very inode that was checked, not its name again.
    */
   async #openFileByPath(path: string): Promise<OpenFile> {
-    const probe = await openPath(path, O_PATH | this.#readFlags);
+    // Plain descriptors (not FileHandles): this runs once per file a scan reads, and the
+    // callback API costs a fraction of the promise one per call.
+    const probe = await openFd(path, O_PATH | this.#readFlags);
     try {
-      const stat = fileStat(await probe.stat());
+      const stat = fileStat(await fstatFd(probe));
       // O_PATH|O_NOFOLLOW opens a link itself rather than failing: refuse it as open(2) would.
       if (stat.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
       if (stat.type !== 'file') {
         return { stat, read: async () => Promise.reject(fsError('EINVAL', 'read', path, 'not a regular file')), close: async () => {} };
       }
       // The descriptor's name is the kernel's link to the inode: followed, on purpose (no O_NOFOLLOW).
-      const handle = await openPath(`${FD_DIR}/${probe.fd}`, this.#readFlags & ~this.#noFollow);
-      return { stat, read: (maxBytes) => readUpTo(handle, maxBytes), close: () => handle.close() };
+      const fd = await openFd(`${FD_DIR}/${probe}`, this.#readFlags & ~this.#noFollow);
+      let closed = false;
+      const close = async () => {
+        // Once only: the number may belong to another open by the time of a second close.
+        if (closed) return;
+        closed = true;
+        await closeFd(fd);
+      };
+      return { stat, read: (maxBytes) => readUpTo((buf, pos) => readFd(fd, buf, 0, buf.length, pos), maxBytes), close };
     } finally {
-      await probe.close();
+      await closeFd(probe);
     }
   }
 
@@ -238,12 +254,15 @@ export class NodeFileSystem implements FileSystem {
 }
 
 /** Reads from the start of the file until its end or `maxBytes`, whichever comes first. */
-async function readUpTo(handle: FileHandle, maxBytes: number): Promise<Uint8Array> {
+async function readUpTo(
+  read: (buffer: Buffer, position: number) => Promise<{ bytesRead: number }>,
+  maxBytes: number,
+): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let total = 0;
   while (total < maxBytes) {
     const chunk = Buffer.allocUnsafe(Math.min(maxBytes - total, 65_536));
-    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    const { bytesRead } = await read(chunk, total);
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
     // A regular file reads short only at its end: no second read to learn that.

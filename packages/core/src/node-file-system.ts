@@ -228,10 +228,22 @@ export class NodeFileSystem implements FileSystem {
       await fse.rm(path, { recursive: true, force: true });
       return;
     }
-    const stat = await this.lstat(path);
-    if (stat === null) return;
-    if (stat.type === 'directory') await fse.rmdir(path);
-    else await fse.unlink(path);
+    // unlink(2) first: it never follows a link, and most entries removed are files, so no lstat
+    // is spent deciding. A folder answers EISDIR (EPERM on some systems) and goes by rmdir(2).
+    try {
+      await fse.unlink(path);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      if (code !== 'EISDIR' && code !== 'EPERM') throw err;
+      try {
+        await fse.rmdir(path);
+      } catch (rmdirErr) {
+        if (errorCode(rmdirErr) === 'ENOENT') return;
+        // EPERM from unlink on a file we may not remove: rmdir then says ENOTDIR; report the first.
+        throw errorCode(rmdirErr) === 'ENOTDIR' ? err : rmdirErr;
+      }
+    }
   }
 
   async rename(from: string, to: string): Promise<void> {

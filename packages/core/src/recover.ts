@@ -242,6 +242,9 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       if (marker !== 'ok' && !empty) return leave(marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', markerReason(marker));
       return await removeRecovered(ctx, entry, record, folder, logger);
     }
+    // A folder that holds nothing at all holds nothing of anyone's: it goes whatever its marker
+    // says (finalize does the same), or the next session at this path would be refused.
+    if (marker !== 'unreadable' && (await folder.topLevelNames()).length === 0) return await removeRecovered(ctx, entry, record, folder, logger);
     if (marker !== 'ok') return leave(marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', markerReason(marker));
 
     const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
@@ -256,7 +259,14 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     });
     recorder.state = store.state;
     await store.resume({ baseline: new Map(Object.entries(record.baseline)), unknownWrites: new Map(Object.entries(record.unsettled_writes)) });
-    const settled = await passWithin(store, ctx);
+    let settled = await passWithin(store, ctx);
+    if (settled?.status === 'skipped' && store.state.distrusted === null && store.lastScan !== null) {
+      // Every file of the recorded baseline is gone (a wipe): a push-only pass will not judge
+      // the folder against that baseline. Nothing is left to compare with, so what is there now
+      // is new: pushed as such (a memory holding other content wins, and is named a conflict).
+      await store.resume({ baseline: new Map(), unknownWrites: new Map(Object.entries(record.unsettled_writes)) });
+      settled = await passWithin(store, ctx);
+    }
     const abandoned = settled === null;
     const sync = settled ?? cutOffReport(mount);
     entry.sync = sync;
@@ -269,14 +279,18 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     }
     const conflicts = new Set(sync.conflicts);
     entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
-    if (abandoned || entry.unpushed.length > 0 || scan === null) {
+    // Content the store refuses (not UTF-8, too large) will never go: named above, and not a
+    // reason to keep the folder, which would strand its mount path on every run.
+    const refused = new Set(sync.refused.map((r) => r.path));
+    const pending = entry.unpushed.filter((u) => !refused.has(u.path));
+    if (abandoned || pending.length > 0 || scan === null) {
       // The record takes what was pushed, and stays for the next recover.
       await recorder.tryWrite();
       await recorder.retire({ remove: false });
       const why = abandoned
         ? 'the time bound cut the sync off while calls were still in flight'
-        : entry.unpushed.length > 0
-          ? `${entry.unpushed.length} local change(s) could not be pushed`
+        : pending.length > 0
+          ? `${pending.length} local change(s) could not be pushed`
           : `the folder could not be scanned (${sync.reason ?? sync.status})`;
       return leave('unpushed', why);
     }

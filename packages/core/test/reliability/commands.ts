@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { StoreErrorKind } from '@memory-mounter/core';
 import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
 import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
+import type { StallAt } from './fault-ledger.js';
 import type { Oracle, StoreKey } from './oracle.js';
 import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleaving, type Scenario } from './world.js';
 
@@ -151,7 +152,7 @@ export class RemoteWrite extends CaseStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')}\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')}\n`));
   }
   toString() {
     return `remote.write(${this.store}, ${this.path})`;
@@ -167,7 +168,7 @@ export class RemoteWriteHostile extends CaseStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')} hostile\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')} hostile\n`));
   }
   toString() {
     return `remote.writeHostile(${this.store}, ${JSON.stringify(this.path)})`;
@@ -180,10 +181,10 @@ export class RemoteCopyLocal extends CaseStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => {
+    return c.remoteStep(this.toString(), this.store, (id) => {
       const bytes = c.disk.readFile(`${c.spec(this.store).root}${this.path}`);
       const text = bytes && new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(c.spec(this.store).id, this.path, text);
+      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(id, this.path, text);
     });
   }
   toString() {
@@ -196,8 +197,7 @@ export class RemoteRename extends CaseStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => {
-      const id = c.spec(this.store).id;
+    return c.remoteStep(this.toString(), this.store, (id) => {
       if (c.fake.snapshot(id)[this.to] === undefined) c.fake.renameAs(id, this.from, this.to);
     });
   }
@@ -211,7 +211,7 @@ export class RemoteDelete extends CaseStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.removeAs(c.spec(this.store).id, this.path));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.removeAs(id, this.path));
   }
   toString() {
     return `remote.delete(${this.store}, ${this.path})`;
@@ -243,6 +243,54 @@ export class FailAfterApply extends CaseStep {
   }
   toString() {
     return `failAfterApply(${this.op})`;
+  }
+}
+
+/**
+ * The next `times` requests of `op` never answer and ignore their abort signal (a stalled
+ * connection): `before` the store sees them, or `after` it applied the write (or, for a listing,
+ * after the first memory). The engine must give up on each at `requestTimeout` and its passes
+ * must still end within their bounds.
+ */
+export class StallNext extends CaseStep {
+  constructor(readonly op: StoreOp, readonly times: number, readonly at: StallAt) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.stallNext(this.op, this.times, this.at));
+  }
+  toString() {
+    return `stall(${this.op}${this.times > 1 ? ` x${this.times}` : ''}${this.at === 'after' ? ', after apply' : ''})`;
+  }
+}
+
+/** An outage: the next `calls` requests, whatever their op, fail `unavailable` before the store sees them. */
+export class OutageCalls extends CaseStep {
+  constructor(readonly calls: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.outage({ calls: this.calls }));
+  }
+  toString() {
+    return `outage(next ${this.calls} calls)`;
+  }
+}
+
+/**
+ * An outage for a span of model time: every request fails `unavailable` until the model clock
+ * has moved `seconds` on (only `clock +=` steps move it; a pass in between fails throughout,
+ * retrying until its deadline).
+ */
+export class OutageFor extends CaseStep {
+  constructor(readonly seconds: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.outage({ untilMs: c.clock.now + this.seconds * 1000 }));
+  }
+  toString() {
+    return `outage(for ${this.seconds} s of model time)`;
   }
 }
 
@@ -314,6 +362,10 @@ const writeKind = fc.oneof(
 );
 const storeOp = fc.constantFrom<StoreOp>('list', 'get', 'create', 'update', 'delete');
 const writeOp = fc.constantFrom<StoreWriteOp>('create', 'update', 'delete');
+/** A stall after apply means something only for writes, and for a listing (after its first memory). */
+const stall: fc.Arbitrary<Step> = fc
+  .tuple(storeOp, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom<StallAt>('before', 'after'))
+  .map(([op, times, at]) => new StallNext(op, times, op === 'get' ? 'before' : at));
 const faultKind = fc.constantFrom<StoreErrorKind>(
   'unavailable',
   'unavailable',
@@ -354,6 +406,12 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(4, fc.tuple(storeKey, file).map(([s, p]) => new RemoteDelete(s, p))),
   weighted(6, fc.tuple(storeOp, faultKind, fc.integer({ min: 1, max: 2 })).map(([op, k, n]) => new FailNext(op, k, n))),
   weighted(3, writeOp.map((op) => new FailAfterApply(op))),
+  // An outage costs real time (each pass in it runs to its deadline): rare, so the CI slice stays short.
+  weighted(2, stall),
+  weighted(
+    1,
+    fc.oneof(fc.constantFrom(1, 2, 3, 5, 8).map((n): Step => new OutageCalls(n)), fc.constantFrom(1, 4, 16).map((s): Step => new OutageFor(s))),
+  ),
   weighted(2, fc.constantFrom(0, 0, 1, 3).map((ms) => new SetLatency(ms))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<WipeKind>('remove_folder', 'files_only', 'everything')).map(([s, h]) => new WipeFolder(s, h))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<MarkerDamage>('delete', 'foreign', 'garbage')).map(([s, h]) => new DamageMarker(s, h))),
@@ -369,7 +427,11 @@ export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbi
     deletionMode: fc.constantFrom<Scenario['deletionMode']>('enabled', 'enabled', 'enabled', 'log_only', 'disabled'),
     graceSeconds: fc.constantFrom(0, 5, 30),
     syncIntervalSeconds: fc.constantFrom(5, 15),
-    finalSyncTimeoutSeconds: fc.constantFrom(30, 30, 30, 0.02),
+    // Small bounds, so a stall or an outage costs a fraction of a second of real time (T1 is
+    // checked on the wall clock); 0.02 s exercises finalize cut off before it starts anything.
+    finalSyncTimeoutSeconds: fc.constantFrom(1, 1, 2, 0.02),
+    requestTimeoutSeconds: fc.constantFrom(0.05, 0.1, 0.2),
+    syncTimeoutSeconds: fc.constantFrom(0.5, 0.5, 0.5, 1),
     seedRw: fc.subarray([...FILE_PATHS]),
     seedRo: fc.subarray([...FILE_PATHS]),
     bulk: fc.boolean(),

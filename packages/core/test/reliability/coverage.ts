@@ -17,6 +17,18 @@ export const coverage = {
   faultsFired: 0,
   finalizes: 0,
   finalizeBoundsHit: 0,
+  finalizesWithUnpushed: 0,
+  /** Calls held forever by a stall fault, and calls failed by an outage. */
+  stalledCalls: 0,
+  outageFailures: 0,
+  /** Passes a time bound cut short (a fault, or a slow host), and quiescent ones among them. */
+  passesCutOff: 0,
+  quiescentPassesCutOff: 0,
+  /** The slowest reconcile and finalize seen on the wall clock. */
+  slowestReconcileMs: 0,
+  slowestFinalizeMs: 0,
+  /** Wall time spent inside materialize, reconcile and finalize, all cases together. */
+  engineWallMs: 0,
 };
 
 /** Zeroes the counters (and the known-bug hits) before a run. */

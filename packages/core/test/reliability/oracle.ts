@@ -18,20 +18,25 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     by finalize('completed')), the marker intact, a precondition sent, no more deletes in the
  *     pass than the cap allows, and the content deleted is one the folder held at that path;
  *     a pass that finds every memory file gone while two or more were in sync sends none (4.4);
- *  I2 no local write lost: every content the agent wrote, and did not itself overwrite or
- *     remove, is on disk or in the store after every step, unless a later pass reported the
- *     path in `conflicts` (store wins) — or finalize named it in `unpushed` before
- *     removing the folder;
+ *  I2 no acknowledged local write lost unless a named report entry says so: every content the
+ *     agent wrote, and did not itself overwrite or remove, is on disk or in the store after every
+ *     step, unless a later pass reported the path in `conflicts` (store wins) — or finalize
+ *     named it in `unpushed`, with a reason, before removing the folder, and its warning named
+ *     the path too (SPEC 6.2). A conflict counts only if it is real: the store must not hold,
+ *     at that path, content only the engine itself ever sent there (its own earlier push taken
+ *     for a remote edit would overwrite the agent's later write in the store's name);
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
  *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
  *  I5 read-only stores never receive create, update or delete;
  *  I6 a folder is distrusted only after its marker was damaged, and a distrusted folder is left
- *     exactly as found; a re-download happens only when the folder is gone, emptied, or wiped
+ *     exactly as found (finalize removes it only when it is empty); a re-download happens only when the folder is gone, emptied, or wiped
  *     (no file the baseline knows is left);
  *  I7 after quiescence a read_write store and its folder hold the same files, every difference
  *     being reported (refused, skipped, pending deletion); a read-only folder differs only by
  *     the agent's own edits (reported refused) and deletions;
- *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed.
+ *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed;
+ *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
+ *     `syncTimeout` + 1.5 s, finalize within `finalSyncTimeout` + 2 s, whatever the store does.
  */
 export type StoreKey = 'rw' | 'ro';
 
@@ -85,6 +90,10 @@ export class StoreModel {
   readonly missingSince = new Map<string, number>();
   /** path -> every sha the folder has held at that path. */
   readonly seen = new Map<string, Set<string>>();
+  /** path -> every sha the other writer put at that path (a write, a copy, a rename onto it). */
+  readonly remoteAuthored = new Map<string, Set<string>>();
+  /** path -> every sha the engine sent to that path (create or update). */
+  readonly enginePushed = new Map<string, Set<string>>();
   /** Paths the agent deleted in a read-only folder (the engine leaves them gone). */
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
@@ -95,10 +104,14 @@ export class StoreModel {
   constructor(readonly spec: StoreSpec) {}
 
   see(path: string, sha: string): void {
-    let shas = this.seen.get(path);
-    if (!shas) this.seen.set(path, (shas = new Set()));
-    shas.add(sha);
+    addTo(this.seen, path, sha);
   }
+}
+
+function addTo(map: Map<string, Set<string>>, path: string, sha: string): void {
+  let shas = map.get(path);
+  if (!shas) map.set(path, (shas = new Set()));
+  shas.add(sha);
 }
 
 type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted';
@@ -189,6 +202,14 @@ export class Oracle {
     if (markerBefore?.sha !== markerAfter?.sha || markerBefore?.kind !== markerAfter?.kind) store.markerTouched = true;
   }
 
+  // --- The other writer ------------------------------------------------------------------------
+
+  /** Records what the other writer changed in a store (from snapshots around its action). */
+  noteRemoteChange(key: StoreKey, before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): void {
+    const store = this.store(key);
+    for (const [path, sha] of after) if (before.get(path) !== sha) addTo(store.remoteAuthored, path, sha);
+  }
+
   // --- Requests, judged as they are sent ------------------------------------------------------
 
   checkRequest(request: OutgoingRequest): void {
@@ -208,6 +229,7 @@ export class Oracle {
       this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
     }
     if (request.content === undefined) return;
+    if (request.path !== undefined) addTo(store.enginePushed, request.path, sha256(request.content));
     if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
     if (!store.seen.get(path)?.has(sha256(request.content))) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
@@ -285,7 +307,20 @@ export class Oracle {
     this.#phase = 'idle';
   }
 
-  endFinalize(report: FinalizeReport, trees: Map<StoreKey, Tree>): void {
+  /**
+   * After finalize. `warnings` are the fields of the "local changes not pushed" warnings it
+   * logged: each must name every path `report.unpushed` names for its store.
+   */
+  endFinalize(report: FinalizeReport, trees: Map<StoreKey, Tree>, warnings: readonly Record<string, unknown>[] = []): void {
+    for (const u of report.unpushed) {
+      if (!u.reason) this.violate(`I2: finalize's unpushed entry for ${u.path} in ${u.memoryStoreId} gives no reason`);
+    }
+    for (const id of new Set(report.unpushed.map((u) => u.memoryStoreId))) {
+      const warned = warnings.filter((w) => w.memory_store_id === id).flatMap((w) => (Array.isArray(w.paths) ? (w.paths as unknown[]) : []));
+      for (const u of report.unpushed.filter((x) => x.memoryStoreId === id)) {
+        if (!warned.includes(u.path)) this.violate(`I2: finalize's warning does not name ${u.path} of ${id}, which report.unpushed names`);
+      }
+    }
     for (const store of this.stores) {
       const { spec } = store;
       const sync = report.sync?.stores.find((s) => s.memoryStoreId === spec.id);
@@ -298,13 +333,16 @@ export class Oracle {
         else if (!store.distrusted && !store.markerTouched) this.violate(`finalize: ${spec.root} left in place (${left.reason}) though trusted`);
         continue;
       }
-      if (store.distrusted && atScan.rootKind !== null) this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust`);
+      // An empty folder is provably the one made here, whatever its marker says (issue 13 bug 6).
+      if (store.distrusted && atScan.rootKind !== null && atScan.tree.size > 0) {
+        this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust, with entries in it`);
+      }
       // The folder is gone: every agent write must be in the store or named by the report.
       this.settleSaved(store);
       // Named in `unpushed` (SPEC 6.2: every path, with its reason), or a conflict the store won.
       for (const [path] of store.pending) {
         const unpushed = report.unpushed.some((u) => u.memoryStoreId === spec.id && u.path === path);
-        const conflict = [sync, flush].some((r) => r?.conflicts.includes(path));
+        const conflict = [sync, flush].some((r) => r?.conflicts.includes(path)) && this.realConflict(store, path);
         if (!unpushed && !conflict) this.violate(`I2: finalize removed ${spec.root} with the agent's write to ${path} neither pushed nor in report.unpushed`);
       }
       store.pending.clear();
@@ -353,7 +391,7 @@ export class Oracle {
     // Store wins: a conflict reported by a pass that began after the write accounts for it.
     for (const path of r.conflicts) {
       const write = store.pending.get(path);
-      if (write && write.seq <= this.#passStartSeq) store.pending.delete(path);
+      if (write && write.seq <= this.#passStartSeq && this.realConflict(store, path)) store.pending.delete(path);
     }
     if (r.status === 'synced' || r.status === 'redownloaded') {
       // In sync and so in the baseline, except a write whose outcome the engine does not know
@@ -384,6 +422,20 @@ export class Oracle {
         }
       }
     }
+  }
+
+  /**
+   * Whether a conflict reported at `path` may account for a pending agent write: the store's
+   * version there must not be one only the engine itself ever sent (SPEC 4.2: store wins when
+   * *both* changed). A false one is reported as I2.
+   */
+  private realConflict(store: StoreModel, path: string): boolean {
+    const remote = this.view.storeShas(store.spec.id).get(path);
+    if (remote === undefined || !store.enginePushed.get(path)?.has(remote) || store.remoteAuthored.get(path)?.has(remote)) return true;
+    this.violate(
+      `I2: a conflict at ${path} in ${store.spec.id} overwrote the agent's write with content only the engine itself sent there (its own earlier push, taken for a remote edit)`,
+    );
+    return false;
   }
 
   /** A write the store now holds is safe: it leaves the pending list. */

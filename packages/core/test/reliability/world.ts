@@ -4,7 +4,7 @@ import type { DeletionMode, FileSystem, FinalizeReport, Logger, StoreClient, Syn
 import { InMemoryStoreClient, type StoreOp } from '@memory-mounter/testing';
 import { Agent } from './agent.js';
 import { ConfinedFileSystem } from './confined-file-system.js';
-import { FaultLedger } from './fault-ledger.js';
+import { FaultLedger, type Interception } from './fault-ledger.js';
 import { coverage } from './coverage.js';
 import type { KnownBug } from './known-bugs.js';
 import { memfsHostDisk, nodeHostDisk, sha256, type DiskKind, type HostDisk, type Tree } from './host-disk.js';
@@ -36,6 +36,13 @@ export interface Scenario {
   graceSeconds: number;
   syncIntervalSeconds: number;
   finalSyncTimeoutSeconds: number;
+  /**
+   * The engine's `requestTimeout` and `syncTimeout` (seconds). Small in the random cases, so a
+   * stalled call or an outage costs a fraction of a second of real time; the engine's defaults
+   * (30 and 60) when absent.
+   */
+  requestTimeoutSeconds?: number;
+  syncTimeoutSeconds?: number;
   seedRw: readonly string[];
   seedRo: readonly string[];
   bulk: boolean;
@@ -62,7 +69,29 @@ export interface Sabotage {
   fileSystem?: (fs: FileSystem) => FileSystem;
 }
 
-const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+/**
+ * The engine's time bounds are real timers, so the oracle checks them on the wall clock.
+ * Reconcile: `syncTimeout` plus the wind-down the engine documents (about 1 s: a cut-off pass's
+ * calls get that long to settle before they are left), plus 0.5 s for a loaded 2-core host.
+ * Finalize: `finalSyncTimeout` plus 2 s, SPEC 6.2's bound as it stands, no extra slack.
+ */
+export const RECONCILE_SLACK_MS = 1_500;
+export const FINALIZE_SLACK_MS = 2_000;
+const DEFAULT_SYNC_TIMEOUT_S = 60;
+
+/** The message of the warning finalize logs for each store with unpushed changes (mounter.ts). */
+const UNPUSHED_WARNING = /^finalize: local changes not pushed/;
+
+/** A logger that drops everything but finalize's unpushed warnings, which the oracle checks. */
+class CapturingLogger implements Logger {
+  readonly unpushedWarnings: Record<string, unknown>[] = [];
+  debug() {}
+  info() {}
+  error() {}
+  warn(msg: string, fields?: Record<string, unknown>) {
+    if (UNPUSHED_WARNING.test(msg)) this.unpushedWarnings.push(fields ?? {});
+  }
+}
 
 export class Case implements RequestObserver {
   readonly steps: string[] = [];
@@ -75,6 +104,7 @@ export class Case implements RequestObserver {
   readonly memoryRoot: string;
   /** The last report of a reconcile that ran. */
   lastReport: SyncReport | undefined;
+  readonly logger = new CapturingLogger();
   #mounter: MemoryMounter | undefined;
   #outsideTree: Tree;
   #interleaving: (Interleaving & { seen: number }) | undefined;
@@ -132,17 +162,21 @@ export class Case implements RequestObserver {
       fileSystem: sabotage.fileSystem?.(fileSystem) ?? fileSystem,
       memoryRoot: c.memoryRoot,
       now: () => c.clock.now,
-      logger: silentLogger,
+      logger: c.logger,
       memory_sync_interval: scenario.syncIntervalSeconds,
       memory_sync_deletions: scenario.deletionMode,
       deleteGracePeriod: scenario.graceSeconds,
       finalSyncTimeout: scenario.finalSyncTimeoutSeconds,
+      requestTimeout: scenario.requestTimeoutSeconds,
+      syncTimeout: scenario.syncTimeoutSeconds,
       // The model's agent writes between steps, not during them: nothing is ever mid-write.
       newFileSettle: 0,
     });
     await c.step('materialize', async () => {
-      await c.mounter.materialize(
-        c.specs.map((s) => ({ type: 'memory_store', memory_store_id: s.id, name: s.key, mount_path: s.mountPath, access: s.access })),
+      await c.timed('materialize', c.syncBoundMs, () =>
+        c.mounter.materialize(
+          c.specs.map((s) => ({ type: 'memory_store', memory_store_id: s.id, name: s.key, mount_path: s.mountPath, access: s.access })),
+        ),
       );
       const trees = c.trees();
       for (const spec of c.specs) {
@@ -159,6 +193,30 @@ export class Case implements RequestObserver {
 
   get mounter(): MemoryMounter {
     return this.#mounter!;
+  }
+
+  /** How long one reconcile may take on the wall clock (see RECONCILE_SLACK_MS). */
+  get syncBoundMs(): number {
+    return (this.scenario.syncTimeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000 + RECONCILE_SLACK_MS;
+  }
+
+  /** How long one finalize may take on the wall clock: finalSyncTimeout + 2 s (SPEC 6.2). */
+  get finalizeBoundMs(): number {
+    return this.scenario.finalSyncTimeoutSeconds * 1000 + FINALIZE_SLACK_MS;
+  }
+
+  /** Runs one engine call, and holds it to its time bound on the wall clock (T1). */
+  async timed<T>(what: 'materialize' | 'reconcile' | 'finalize', boundMs: number, call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await call();
+    } finally {
+      const ms = performance.now() - started;
+      const key = what === 'finalize' ? 'slowestFinalizeMs' : 'slowestReconcileMs';
+      if (what !== 'materialize') coverage[key] = Math.max(coverage[key], Math.round(ms));
+      coverage.engineWallMs += Math.round(ms);
+      if (ms > boundMs) this.oracle.violate(`T1: ${what} took ${Math.round(ms)} ms; its bound is ${boundMs} ms`);
+    }
   }
 
   spec(key: StoreKey): StoreSpec {
@@ -203,6 +261,16 @@ export class Case implements RequestObserver {
     });
   }
 
+  /** The other writer's action on one store, with what it changed handed to the oracle. */
+  remoteStep(label: string, key: StoreKey, action: (storeId: string) => void): Promise<void> {
+    return this.step(label, () => {
+      const id = this.spec(key).id;
+      const before = storeShas(this.fake, id);
+      action(id);
+      this.oracle.noteRemoteChange(key, before, storeShas(this.fake, id));
+    });
+  }
+
   reconcile(force: boolean, interleaving?: Interleaving): Promise<void> {
     const label = `reconcile(${force ? 'force' : ''})${interleaving ? ` with the agent acting ${describeInterleaving(interleaving)}` : ''}`;
     return this.step(label, async () => {
@@ -210,7 +278,7 @@ export class Case implements RequestObserver {
       this.#interleaving = interleaving && { ...interleaving, seen: 0 };
       let report: SyncReport | null;
       try {
-        report = await this.mounter.reconcile({ force });
+        report = await this.timed('reconcile', this.syncBoundMs, () => this.mounter.reconcile({ force }));
       } finally {
         this.#interleaving = undefined;
       }
@@ -224,12 +292,14 @@ export class Case implements RequestObserver {
     return this.step(`finalize(${outcome})`, async () => {
       const before = this.trees();
       this.oracle.beginPass(outcome === 'completed' ? 'finalize_completed' : 'finalize_aborted', before);
-      const report: FinalizeReport = await this.mounter.finalize({ outcome });
+      const warningsBefore = this.logger.unpushedWarnings.length;
+      const report: FinalizeReport = await this.timed('finalize', this.finalizeBoundMs, () => this.mounter.finalize({ outcome }));
       if (report.sync) countPass(report.sync);
       countPass(report.flush);
       coverage.finalizes++;
       if (report.timedOut.sync || report.timedOut.flush) coverage.finalizeBoundsHit++;
-      this.oracle.endFinalize(report, this.trees());
+      if (report.unpushed.length > 0) coverage.finalizesWithUnpushed++;
+      this.oracle.endFinalize(report, this.trees(), this.logger.unpushedWarnings.slice(warningsBefore));
       // Nothing of ours may be left under memoryRoot but the folders reported left in place.
       const left = new Set(report.leftInPlace.map((l) => posix.basename(l.path)));
       for (const name of this.disk.names(this.memoryRoot)) {
@@ -238,7 +308,11 @@ export class Case implements RequestObserver {
     });
   }
 
-  /** Faults off, latency 0, two forced passes: then store and folder must agree (I7). */
+  /**
+   * Faults off, latency 0, two forced passes: then store and folder must agree (I7). The time
+   * bounds are small in the random cases, so a pass on a loaded host may still be cut off with no
+   * fault at all: up to three more passes are run while the last one was.
+   */
   async quiesce(): Promise<void> {
     await this.step('quiesce: faults drained, latency 0', async () => {
       this.fake.latencyMs = 0;
@@ -246,6 +320,10 @@ export class Case implements RequestObserver {
     });
     await this.reconcile(true);
     await this.reconcile(true);
+    for (let extra = 0; extra < 3 && this.lastReport && cutOffByTimeBound(this.lastReport); extra++) {
+      coverage.quiescentPassesCutOff++;
+      await this.reconcile(true);
+    }
     await this.step('quiescence check', () => {
       if (this.lastReport) this.oracle.checkConverged(this.lastReport, this.trees());
     });
@@ -278,6 +356,13 @@ export class Case implements RequestObserver {
     if (this.faults.noteFailure(error)) coverage.faultsFired++;
   }
 
+  intercept(request: OutgoingRequest): Interception | undefined {
+    const fault = this.faults.intercept(request.op, this.clock.now);
+    if (fault?.kind === 'stall') coverage.stalledCalls++;
+    if (fault?.kind === 'outage') coverage.outageFailures++;
+    return fault;
+  }
+
   // --- I3: nothing outside the mounts ----------------------------------------------------------
 
   private checkOutside(): void {
@@ -290,7 +375,15 @@ export class Case implements RequestObserver {
   }
 }
 
+/** Whether a time bound cut any store of this pass short. */
+function cutOffByTimeBound(report: SyncReport): boolean {
+  return report.stores.some(
+    (s) => s.cutOff.length > 0 || /time bound|ran out|timed out/.test(`${s.reason ?? ''} ${s.errors.map((e) => e.message).join(' ')}`),
+  );
+}
+
 function countPass(report: SyncReport): void {
+  if (cutOffByTimeBound(report)) coverage.passesCutOff++;
   coverage.passes++;
   for (const store of report.stores) {
     coverage.mostDeletesInOnePass = Math.max(coverage.mostDeletesInOnePass, store.deletedRemote.length);

@@ -1,9 +1,13 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { liveControlPlane } from '@memory-mounter/anthropic';
+import { runEmulatedSession } from './emulated.js';
 import { runWorker } from './worker.js';
 
 /**
- * The worker against the live service. Needs ANTHROPIC_ENVIRONMENT_ID and
+ * `start --emulator`: the same worker, offline, against the emulated service (src/emulated.ts);
+ * prints the session's timeline and exits 1 when its end state is wrong.
+ *
+ * Otherwise the worker against the live service. Needs ANTHROPIC_ENVIRONMENT_ID and
  * ANTHROPIC_ENVIRONMENT_KEY; the operator prepares /mnt/memory (`mkdir -p /mnt/memory`, owned by
  * the worker's user). SIGINT/SIGTERM end the loop; the session in flight is finalized `aborted`.
  */
@@ -34,4 +38,9 @@ function required(name: string): string {
   return value;
 }
 
-await main();
+if (process.argv.includes('--emulator')) {
+  const outcome = await runEmulatedSession();
+  process.exitCode = outcome.passed ? 0 : 1;
+} else {
+  await main();
+}

@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { mountSessionMemory, runSessionWithMemory, withMemorySync, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
-import { debugLogger, MemoryMountError, type DeletionMode, type FinalizeReport, type Logger } from '@memory-mounter/core';
+import { debugLogger, MemoryMountError, type DeletionMode, type FinalizeReport, type Logger, type MountedStore } from '@memory-mounter/core';
 
 export interface WorkerOptions {
   /** The worker's client: base URL, retries, timeout. Memory calls swap its key for the item's sessions token. */
@@ -20,6 +20,10 @@ export interface WorkerOptions {
   now?: () => number;
   /** Seconds a new file must rest before a sync pushes it (default 1); a scripted agent that writes whole files can use 0. */
   newFileSettle?: number;
+  /** Called once an item's memory is mounted (`mounts` empty when it runs without memory). */
+  onMounted?: (work: WorkItem, mounts: readonly MountedStore[]) => void;
+  /** Called with an item's finalize report, once its memory is torn down. */
+  onFinalize?: (work: WorkItem, report: FinalizeReport) => void;
 }
 
 /**
@@ -63,6 +67,7 @@ export async function handleWorkItem(work: WorkItem, options: WorkerOptions, sig
     logger,
     ...pickDefined(options, ['memoryRoot', 'memory_sync_interval', 'memory_sync_deletions', 'now', 'newFileSettle']),
   });
+  options.onMounted?.(work, [...(mounter?.mounts ?? [])]);
 
   // The file tools may reach the workdir and every store; the read-only stores are refused by
   // the toolset itself, and again by withMemorySync's guard, which also covers folders under
@@ -78,7 +83,10 @@ export async function handleWorkItem(work: WorkItem, options: WorkerOptions, sig
   await runSessionWithMemory(mounter, () => options.controlPlane.runSession(work, tools, signal), {
     signal,
     logger,
-    onFinalize: (r) => (report = r),
+    onFinalize: (r) => {
+      report = r;
+      options.onFinalize?.(work, r);
+    },
   });
   return report;
 }

@@ -34,7 +34,16 @@ export interface Backend {
   snapshot(store: DemoStore): Promise<Record<string, string>>;
   /** Deletes what the demo created (real API) or closes the emulator. Runs even after a failure. */
   close(): Promise<void>;
+  /**
+   * Offline only: the emulator itself, which also serves the control plane, so the demo runs a
+   * whole worker session against it (src/worker-session.ts). Absent on the real API.
+   */
+  emulator?: MemoryApiServer;
 }
+
+/** Offline: the sessions token the emulator's memory endpoints take, and the worker's environment key. */
+export const OFFLINE_SESSIONS_TOKEN = 'demo-sessions-token';
+export const OFFLINE_ENVIRONMENT_KEY = 'demo-environment-key';
 
 export type Env = Record<string, string | undefined>;
 
@@ -53,13 +62,15 @@ export async function openBackend(env: Env): Promise<Backend> {
  * helpers, as a writer the mounter cannot see would.
  */
 async function emulatorBackend(): Promise<Backend> {
-  const server = new MemoryApiServer();
+  // The memory endpoints take only the work item's sessions token, the work queue only the
+  // environment key, as on the service.
+  const server = new MemoryApiServer({ apiKey: OFFLINE_SESSIONS_TOKEN, controlPlane: { environmentKey: OFFLINE_ENVIRONMENT_KEY } });
   const baseURL = await server.start();
   // An explicit key and base URL: nothing from the environment can send this run elsewhere. No
   // retries: the emulator injects no faults here, so any failure is a bug to show at once.
-  const client = new Anthropic({ apiKey: 'demo-offline-key', baseURL, maxRetries: 0 });
+  const client = new Anthropic({ apiKey: OFFLINE_SESSIONS_TOKEN, baseURL, maxRetries: 0 });
   return {
-    description: `offline — the Memory API emulator at ${baseURL}, through @anthropic-ai/sdk`,
+    description: `offline — a self-hosted worker session against the emulator at ${baseURL}, through @anthropic-ai/sdk`,
     storeClient: new AnthropicStoreClient({ client }),
     teamNotes: { id: 'memstore_demo_team_notes', name: 'Team Notes', prefix: '', seeded: true },
     styleGuide: { id: 'memstore_demo_style_guide', name: 'Style Guide', prefix: '', seeded: true },
@@ -67,6 +78,7 @@ async function emulatorBackend(): Promise<Backend> {
     otherSessionWrites: async (store, path, content) => void server.writeMemory(store.id, path, content),
     snapshot: async (store) => server.snapshot(store.id),
     close: () => server.close(),
+    emulator: server,
   };
 }
 

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openBackend, wantsRealApi, type Backend, type Env } from './backends.js';
@@ -7,6 +7,7 @@ import { checkEndState } from './end-state.js';
 import { Expectations } from './expectations.js';
 import { runSession } from './session.js';
 import { Timeline, type Output } from './timeline.js';
+import { runWorkerSession } from './worker-session.js';
 
 const DEMO_FOLDER = '/<demo>';
 
@@ -20,9 +21,12 @@ export interface DemoOutcome {
 
 /**
  * The whole demo: pick the backend, run the scripted session under a fresh temporary
- * memoryRoot, check the end state, clean up. Returns the outcome instead of exiting, so a test
- * can run it in-process. Whatever happens, the temporary folder is removed and the backend
- * closed (which, on the real API, deletes what the demo wrote).
+ * memoryRoot, check the end state, clean up. Offline (the default) the session is a whole
+ * self-hosted worker session against the emulator (src/worker-session.ts); on the real API,
+ * which needs a self-hosted environment for that, the same story is told with the mounter's
+ * calls made directly (src/session.ts). Returns the outcome instead of exiting, so a test can
+ * run it in-process. Whatever happens, the temporary folder is removed and the backend closed
+ * (which, on the real API, deletes what the demo wrote).
  */
 export async function runDemo(opts: { out?: Output; env?: Env } = {}): Promise<DemoOutcome> {
   const env = opts.env ?? process.env;
@@ -30,7 +34,8 @@ export async function runDemo(opts: { out?: Output; env?: Env } = {}): Promise<D
   const timeline = new Timeline(opts.out ?? process.stdout, clock);
   const expect = new Expectations();
   let backend: Backend | undefined;
-  let memoryRoot: string | undefined;
+  let base: string | undefined;
+  const started = Date.now();
 
   try {
     if (!wantsRealApi(env) && (env.ANTHROPIC_API_KEY || env.MEMORY_STORE_ID)) {
@@ -39,7 +44,11 @@ export async function runDemo(opts: { out?: Output; env?: Env } = {}): Promise<D
     backend = await openBackend(env);
     // realpath: on macOS the temp folder is reached through a symlink (/var -> /private/var),
     // and the mounter compares host paths as given.
-    memoryRoot = await realpath(await mkdtemp(join(tmpdir(), 'memory-mounter-demo-')));
+    base = await realpath(await mkdtemp(join(tmpdir(), 'memory-mounter-demo-')));
+    const memoryRoot = join(base, 'mnt-memory');
+    const workdir = join(base, 'workdir');
+    await mkdir(memoryRoot);
+    await mkdir(workdir);
     timeline.say(`memory-mounter demo · ${backend.description}`);
     timeline.say(`memoryRoot ${memoryRoot} (stands for /mnt/memory)`);
     const { prefix } = backend.teamNotes;
@@ -47,21 +56,28 @@ export async function runDemo(opts: { out?: Output; env?: Env } = {}): Promise<D
       timeline.say(`${DEMO_FOLDER} below stands for ${prefix}, the folder this run writes in and deletes at the end`);
       timeline.abbreviate(prefix, DEMO_FOLDER);
     }
+    if (backend.emulator) {
+      timeline.say(`below, ${memoryRoot} is shown as /mnt/memory, as the agent sees it; the clock is the session's, moved by hand`);
+      timeline.abbreviate(memoryRoot, '/mnt/memory');
+    }
     timeline.say();
-    const expected = await runSession({ backend, memoryRoot, clock, timeline, expect });
+    const expected = backend.emulator
+      ? await runWorkerSession({ backend, emulator: backend.emulator, memoryRoot, workdir, clock, timeline, expect })
+      : await runSession({ backend, memoryRoot, clock, timeline, expect });
     await checkEndState(backend, memoryRoot, expected, timeline, expect);
   } catch (err) {
     expect.that(false, `the demo stopped early: ${describe(err)}`);
   } finally {
-    if (memoryRoot) await rm(memoryRoot, { recursive: true, force: true });
+    if (base) await rm(base, { recursive: true, force: true });
     await backend?.close().catch((err: unknown) => expect.that(false, `cleanup failed: ${describe(err)}`));
   }
 
   timeline.say();
+  const took = `ran in ${((Date.now() - started) / 1000).toFixed(1)} s of wall-clock time`;
   if (expect.mismatches.length === 0) {
-    timeline.say('PASS: the store holds what the session wrote, and nothing is left on disk.');
+    timeline.say(`PASS: the store holds what the session wrote, and nothing is left on disk (${took}).`);
   } else {
-    timeline.say(`FAIL: ${expect.mismatches.length} mismatch(es):`);
+    timeline.say(`FAIL: ${expect.mismatches.length} mismatch(es) (${took}):`);
     for (const mismatch of expect.mismatches) timeline.say(`  - ${mismatch}`);
   }
   return { passed: expect.mismatches.length === 0, mismatches: expect.mismatches, timeline: timeline.lines };

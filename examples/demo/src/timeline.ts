@@ -7,7 +7,7 @@ export interface Output {
 }
 
 /** Who did what: the columns a reader scans down. */
-export type Actor = 'setup' | 'mounter' | 'agent' | 'other' | 'clock' | 'warn' | 'error' | 'guard' | 'check';
+export type Actor = 'setup' | 'worker' | 'mounter' | 'agent' | 'other' | 'clock' | 'warn' | 'error' | 'guard' | 'check';
 
 const TIME_WIDTH = 5;
 const ACTOR_WIDTH = 7;

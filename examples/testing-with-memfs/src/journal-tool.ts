@@ -57,10 +57,13 @@ export function journalToolFor(
 ): BetaRunnableTool {
   const file = posix.join(store.path, 'journal.md');
   // withMemorySync guards `write` and `edit` by their `file_path` out of the box; a custom tool
-  // that writes says so, and names the file it writes.
+  // that writes says so, and names the file it writes. `realPath: false`: this tool writes the
+  // mounter's own FileSystem (memfs in the tests), not the real disk, so the guard must not
+  // resolve the path on the real disk; `checkWrite` resolves it through the mounter's FileSystem.
   const [tool] = withMemorySync([journalTool({ ...options, file })], mounter, {
     writeTools: [JOURNAL_TOOL],
     targetPath: () => file,
+    realPath: false,
   });
   return tool!;
 }

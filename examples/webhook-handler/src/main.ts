@@ -1,10 +1,14 @@
 import { createServer } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import { liveControlPlane } from '@memory-mounter/anthropic';
+import { runEmulatedWebhook } from './emulated.js';
 import { WebhookHandler } from './webhook-handler.js';
 
 /**
- * The handler against the live service. Needs ANTHROPIC_ENVIRONMENT_ID,
+ * `start --emulator`: the same handler, offline, against the emulated service (src/emulated.ts):
+ * two deliveries (one forged), one session; prints the timeline, exits 1 on a wrong end state.
+ *
+ * Otherwise the handler against the live service. Needs ANTHROPIC_ENVIRONMENT_ID,
  * ANTHROPIC_ENVIRONMENT_KEY and ANTHROPIC_WEBHOOK_SIGNING_KEY (the endpoint's `whsec_...`);
  * the operator prepares /mnt/memory. SIGTERM stops taking deliveries and waits for the
  * sessions in flight to finish and push their memory; a second SIGTERM cuts them short.
@@ -37,4 +41,9 @@ function required(name: string): string {
   return value;
 }
 
-await main();
+if (process.argv.includes('--emulator')) {
+  const outcome = await runEmulatedWebhook();
+  process.exitCode = outcome.passed ? 0 : 1;
+} else {
+  await main();
+}

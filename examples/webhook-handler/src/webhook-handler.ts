@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import { mountSessionMemory, runSessionWithMemory, withMemorySync, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
-import { debugLogger, MemoryMountError, type DeletionMode, type Logger } from '@memory-mounter/core';
+import { debugLogger, MemoryMountError, type DeletionMode, type FinalizeReport, type Logger, type MountedStore } from '@memory-mounter/core';
 
 /** Webhook payloads are small JSON documents; anything bigger is not one. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -28,6 +28,10 @@ export interface WebhookHandlerOptions {
   logger?: Logger;
   /** Clock in ms for the sync interval; tests pass one they move by hand. */
   now?: () => number;
+  /** Called once an item's memory is mounted (`mounts` empty when it runs without memory). */
+  onMounted?: (work: WorkItem, mounts: readonly MountedStore[]) => void;
+  /** Called with an item's finalize report, once its memory is torn down. */
+  onFinalize?: (work: WorkItem, report: FinalizeReport) => void;
 }
 
 /**
@@ -126,6 +130,7 @@ export class WebhookHandler {
       ...(memory_sync_deletions !== undefined && { memory_sync_deletions }),
       ...(now !== undefined && { now }),
     });
+    this.#options.onMounted?.(work, [...(mounter?.mounts ?? [])]);
     const toolset = betaAgentToolset20260401({
       workdir,
       allowedRoots: [...(mounter?.roots ?? [])],
@@ -135,6 +140,7 @@ export class WebhookHandler {
     await runSessionWithMemory(mounter, () => this.#options.controlPlane.runSession(work, tools, signal), {
       signal,
       logger: this.#logger,
+      onFinalize: (report) => this.#options.onFinalize?.(work, report),
     });
   }
 }

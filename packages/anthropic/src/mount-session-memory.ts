@@ -19,7 +19,7 @@ export interface SessionLike {
 export interface MountSessionMemoryOptions
   extends Pick<
     MemoryMounterOptions,
-    'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'requestTimeout' | 'syncTimeout' | 'newFileSettle' | 'now'
+    'memoryRoot' | 'deleteGracePeriod' | 'finalSyncTimeout' | 'requestTimeout' | 'syncTimeout' | 'newFileSettle' | 'stateDir' | 'keepUnpushed' | 'now'
   > {
   /** The worker's client. Its credential is only used to fetch the session when no token is found. */
   client: Anthropic;
@@ -71,6 +71,8 @@ export async function mountSessionMemory(options: MountSessionMemoryOptions): Pr
       'requestTimeout',
       'syncTimeout',
       'newFileSettle',
+      'stateDir',
+      'keepUnpushed',
       'now',
       'logger',
       'memory_sync_deletions',

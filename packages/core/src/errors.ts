@@ -25,7 +25,8 @@ export type MountErrorCode =
   | 'mount_path_exists'
   | 'mount_path_unwritable'
   | 'download_failed'
-  | 'missing_secret';
+  | 'missing_secret'
+  | 'state_dir_unusable';
 
 /** A session's stores could not be mounted. Nothing this call created is left on disk. */
 export class MemoryMountError extends Error {

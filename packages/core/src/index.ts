@@ -25,7 +25,24 @@ export {
   asStoreError,
 } from './errors.js';
 export type { MountErrorCode, StoreErrorKind } from './errors.js';
-export type { StoreSyncReport, SyncReport, FinalizeReport } from './reports.js';
+export type {
+  StoreSyncReport,
+  SyncReport,
+  FinalizeReport,
+  RecoveryReport,
+  RecoveredStoreReport,
+  RecoveryLeftCode,
+} from './reports.js';
+export type { RecoverOptions } from './recover.js';
+export {
+  recordFileName,
+  parseRecord,
+  STATE_RECORD_FORMAT,
+  STATE_RECORD_VERSION,
+  type StateRecord,
+  type RecordPhase,
+  type ParsedRecord,
+} from './state-record.js';
 export * from './limits.js';
 export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
 export { tempFileName, isTempFileName } from './temp-files.js';

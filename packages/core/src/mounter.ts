@@ -15,6 +15,9 @@ import type { StoreClient } from './store-client.js';
 import type { MemoryMounterOptions, MountedStore } from './types.js';
 import { MARKER_FILE } from './limits.js';
 import { unpushedChanges } from './unpushed.js';
+import { beginRecord, checkStateDir, type MountRecord } from './state-recorder.js';
+import { recoverStores, type RecoverOptions } from './recover.js';
+import type { RecoveryReport } from './reports.js';
 
 /** Transfers in flight per store within one pass. */
 const TRANSFERS_PER_STORE = 8;
@@ -48,6 +51,8 @@ export class MemoryMounter {
   #materializing: Promise<unknown> | null = null;
   /** Aborts the pass in `#running`, or materialize's download: finalize stops them with it. */
   #inFlight: AbortController | null = null;
+  /** Crash-recovery records by store folder host path; empty without `stateDir`. */
+  readonly #records = new Map<string, MountRecord>();
 
   constructor(options: MemoryMounterOptions) {
     this.#options = resolveOptions(options);
@@ -57,6 +62,20 @@ export class MemoryMounter {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
     });
+  }
+
+  /**
+   * Crash recovery (SPEC 6.3), run by a worker at start-up, before it mounts anything: finds the
+   * store folders a dead mounter left (its state record in `stateDir` and the folder's marker
+   * agree), pushes each folder's local changes against the baseline the record holds (the store
+   * still wins real conflicts; read-only stores are never pushed; nothing is ever deleted in the
+   * store), then removes the folders it fully synced, with their records. Folders it cannot
+   * vouch for are left untouched and reported. The whole of it is bounded by `finalSyncTimeout`
+   * (default 30 s), like `finalize()`. Throws only MemoryConfigError (bad options, or a
+   * `stateDir` that exists but is not a readable directory); never for store or sync problems.
+   */
+  static recover(options: RecoverOptions): Promise<RecoveryReport> {
+    return recoverStores(options);
   }
 
   /** The stores mounted by `materialize`, in resource order; empty before it and after `finalize`. */
@@ -108,11 +127,16 @@ export class MemoryMounter {
     const stores: StoreSync[] = [];
     try {
       if (mounts.length > 0) await checkMemoryRoot(fs, memoryRoot);
+      const { stateDir } = this.#options;
+      if (mounts.length > 0 && stateDir !== undefined) await checkStateDir(fs, stateDir);
       for (const mount of mounts) {
+        // Before the folder exists, so no moment of it goes unrecorded (see state-recorder.ts).
+        const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger);
+        if (record) this.#records.set(mount.path, record);
         const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
         stores.push(
           new StoreSync(mount, folder, {
-            client: this.#client,
+            client: record ? record.client(this.#client) : this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
             concurrency: TRANSFERS_PER_STORE,
@@ -120,6 +144,7 @@ export class MemoryMounter {
             recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
           }),
         );
+        if (record) record.state = stores.at(-1)!.state;
       }
       // The download is bounded like a pass; finalize() may stop it sooner through `stop`.
       const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs, stop);
@@ -143,9 +168,14 @@ export class MemoryMounter {
           { memoryStoreId: store.memoryStoreId, path: store.path, cause },
         );
       }
+      // The baseline is recorded before the agent gets the folders: from here on a crash leaves
+      // folders that recover() final-syncs instead of removing unsynced.
+      await this.recordMounted();
     } catch (err) {
       if (this.#phase === 'materializing') this.#phase = 'new';
-      await this.removeFolders(created, { removed: [], leftInPlace: [] }, false, stores);
+      const cleanup = { removed: [] as string[], leftInPlace: [] as FinalizeReport['leftInPlace'] };
+      await this.removeFolders(created, cleanup, false, stores);
+      await this.dropRecords(created, cleanup.leftInPlace);
       throw err;
     }
     this.#stores = stores;
@@ -243,6 +273,42 @@ export class MemoryMounter {
     return report;
   }
 
+  /** Every record moves to `mounted`, with the downloaded baseline; throws when one cannot be written. */
+  private async recordMounted(): Promise<void> {
+    for (const record of this.#records.values()) {
+      record.phase = 'mounted';
+      try {
+        await record.write();
+      } catch (err) {
+        const { memoryStoreId } = record.mount;
+        throw new MemoryMountError(
+          'state_dir_unusable',
+          `store ${memoryStoreId}: its crash-recovery record could not be written in ${record.stateDir} (${errorCode(err) ?? describe(err)})`,
+          { memoryStoreId, path: record.stateDir, cause: err },
+        );
+      }
+    }
+  }
+
+  /**
+   * After a failed materialize: each record goes unless its folder is still there (a removal
+   * that failed), which keeps its `materializing` record so recover() can remove it. A folder
+   * this mounter did not make (it lost a race for the path) is not its record's.
+   */
+  private async dropRecords(created: readonly CreatedFolder[], leftInPlace: FinalizeReport['leftInPlace']): Promise<void> {
+    for (const [path, record] of this.#records) {
+      const ours = created.some((c) => c.path === path);
+      const left = ours && leftInPlace.some((l) => l.path === path) && (await this.#fs.lstat(path).catch(() => null)) !== null;
+      await record.retire({ remove: !left });
+    }
+    this.#records.clear();
+  }
+
+  /** After a pass: each store's record takes its state now. Failures are logged, never thrown. */
+  private async recordAll(): Promise<void> {
+    await Promise.all([...this.#records.values()].map((record) => record.tryWrite()));
+  }
+
   private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport, deadline: AbortSignal): Promise<void> {
     // Both final passes waive the grace period and share the deadline: once it has passed, a pass
     // starts nothing and is reported cut off at once, so the two never add up past it.
@@ -258,8 +324,27 @@ export class MemoryMounter {
       if (!store) continue;
       for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
     }
-    warnUnpushed(this.#options.logger, report);
-    await this.removeFolders(this.#created, report, true, this.#stores);
+    // keepUnpushed: a store folder with unpushed changes stays (with the folders that hold it).
+    const kept = this.#options.keepUnpushed
+      ? this.#stores.filter((s) => s.mount.access === 'read_write' && report.unpushed.some((u) => u.memoryStoreId === s.mount.memoryStoreId))
+      : [];
+    warnUnpushed(this.#options.logger, report, new Set(kept.map((s) => s.mount.memoryStoreId)));
+    const keptPaths = kept.map((s) => s.mount.path);
+    const removable = this.#created.filter((c) => !keptPaths.some((path) => isWithin(c.path, path)));
+    await this.removeFolders(removable, report, true, this.#stores);
+    for (const store of kept) {
+      const count = report.unpushed.filter((u) => u.memoryStoreId === store.mount.memoryStoreId).length;
+      report.leftInPlace.push({
+        path: store.mount.path,
+        code: 'unpushed_kept',
+        reason: `keepUnpushed: ${count} local change(s) not pushed; kept${this.#records.has(store.mount.path) ? ' with its state record' : ''} for MemoryMounter.recover()`,
+      });
+    }
+    // A record goes with its folder and stays with a folder left in place, for recover().
+    for (const [path, record] of this.#records) {
+      await record.retire({ remove: !report.leftInPlace.some((l) => l.path === path) });
+    }
+    this.#records.clear();
   }
 
   /**
@@ -332,6 +417,7 @@ export class MemoryMounter {
       : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
     const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
     const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
+    await this.recordAll();
     const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
     logSummary(this.#options.logger, report);
     if (pass.signal.aborted) warnCutOff(this.#options.logger, report, pass.signal.reason);
@@ -392,13 +478,16 @@ function dotDotUnder(memoryRoot: string, path: string): boolean {
   return false;
 }
 
-function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport): void {
+function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport, kept: ReadonlySet<string>): void {
   for (const s of report.flush.stores) {
     if (s.access !== 'read_write') continue;
     const lost = report.unpushed.filter((u) => u.memoryStoreId === s.memoryStoreId);
     const notRun = s.status === 'failed' || (s.status === 'skipped' && s.reason?.includes('time bound'));
     if (lost.length > 0 || notRun) {
-      logger.warn('finalize: local changes not pushed before the folder is removed', {
+      const msg = kept.has(s.memoryStoreId)
+        ? 'finalize: local changes not pushed; the folder is kept (keepUnpushed) for MemoryMounter.recover()'
+        : 'finalize: local changes not pushed before the folder is removed';
+      logger.warn(msg, {
         memory_store_id: s.memoryStoreId,
         path: s.path,
         paths: lost.map((u) => u.path),

@@ -29,6 +29,9 @@ export interface ResolvedOptions {
   requestTimeoutMs: number;
   /** Past this, a reconcile pass (or materialize's download) is cut off. */
   syncTimeoutMs: number;
+  /** Where crash-recovery records go; undefined: none are kept. */
+  stateDir: string | undefined;
+  keepUnpushed: boolean;
   now: () => number;
   logger: Logger;
 }
@@ -59,10 +62,11 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
       'memory_sync_deletions',
     );
   }
+  const memoryRoot = resolveMemoryRoot(options.memoryRoot === undefined ? MOUNT_PREFIX : options.memoryRoot);
   return {
     storeClient,
     fileSystem,
-    memoryRoot: resolveMemoryRoot(options.memoryRoot === undefined ? MOUNT_PREFIX : options.memoryRoot),
+    memoryRoot,
     syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
@@ -70,6 +74,8 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout') * 1000,
     requestTimeoutMs: timerSeconds(options.requestTimeout, DEFAULT_REQUEST_TIMEOUT_S, 'requestTimeout') * 1000,
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
+    stateDir: options.stateDir === undefined ? undefined : resolveStateDir(options.stateDir, memoryRoot),
+    keepUnpushed: resolveKeepUnpushed(options.keepUnpushed),
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -97,12 +103,37 @@ function timerSeconds(value: unknown, fallback: number, option: string): number 
   return s;
 }
 
-function resolveMemoryRoot(root: unknown): string {
+export function resolveMemoryRoot(root: unknown): string {
   if (typeof root !== 'string' || !root.startsWith('/') || root.includes('\0')) {
     throw new MemoryConfigError(`memoryRoot must be an absolute POSIX path; got ${JSON.stringify(root)}`, 'memoryRoot');
   }
   const normalised = posix.normalize(root);
   return normalised.length > 1 && normalised.endsWith('/') ? normalised.slice(0, -1) : normalised;
+}
+
+/**
+ * An absolute path, normalised like memoryRoot. Not inside memoryRoot (nor memoryRoot itself):
+ * what the agent can reach must never hold the records recovery trusts.
+ */
+export function resolveStateDir(dir: unknown, memoryRoot: string): string {
+  if (typeof dir !== 'string' || !dir.startsWith('/') || dir.includes('\0')) {
+    throw new MemoryConfigError(`stateDir must be an absolute POSIX path; got ${JSON.stringify(dir)}`, 'stateDir');
+  }
+  const normalised = posix.normalize(dir);
+  const stateDir = normalised.length > 1 && normalised.endsWith('/') ? normalised.slice(0, -1) : normalised;
+  if (stateDir === memoryRoot || stateDir.startsWith(`${memoryRoot === '/' ? '' : memoryRoot}/`)) {
+    throw new MemoryConfigError(
+      `stateDir must lie outside memoryRoot (${memoryRoot}), where the agent cannot reach it; got ${JSON.stringify(dir)}`,
+      'stateDir',
+    );
+  }
+  return stateDir;
+}
+
+function resolveKeepUnpushed(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new MemoryConfigError(`keepUnpushed must be a boolean; got ${JSON.stringify(value)}`, 'keepUnpushed');
+  return value;
 }
 
 function hasMethods(value: unknown, names: readonly string[]): boolean {

@@ -1,4 +1,5 @@
 import type { StoreErrorKind } from './errors.js';
+import type { EntryType } from './file-system.js';
 import type { Access } from './types.js';
 
 /**
@@ -73,6 +74,98 @@ export interface FinalizeReport {
   unpushed: { memoryStoreId: string; path: string; reason: string }[];
   /** Host directories this mounter created and removed. */
   removed: string[];
-  /** Host directories left in place, with the reason (failed marker check, not empty, ...). */
-  leftInPlace: { path: string; reason: string }[];
+  /**
+   * Host directories left in place, with the reason (failed marker check, not empty, ...).
+   * `code` is set where the reason is one a program acts on: `unpushed_kept`, a store folder left
+   * by `keepUnpushed: true` because `unpushed` names changes of it (its state record is kept too,
+   * for `MemoryMounter.recover`).
+   */
+  leftInPlace: { path: string; reason: string; code?: 'unpushed_kept' }[];
+}
+
+/**
+ * Why `MemoryMounter.recover` left a recorded store folder in place:
+ * - `owner_alive`: the record was written by a process on this host that is still running.
+ * - `outside_memory_root`: the record's folder is not under the `memoryRoot` given to recover.
+ * - `not_a_folder`: something other than a folder (a symlink, a file) is at the record's path.
+ * - `marker_mismatch`: the folder's marker is missing or names another store.
+ * - `marker_unreadable`: the folder or its marker could not be read (I/O error).
+ * - `unpushed`: local changes could not all be pushed (named in `unpushed`); the record is
+ *   updated and kept, and a later `recover` tries again.
+ * - `not_removed`: everything was pushed, but removing the folder failed.
+ */
+export type RecoveryLeftCode =
+  | 'owner_alive'
+  | 'outside_memory_root'
+  | 'not_a_folder'
+  | 'marker_mismatch'
+  | 'marker_unreadable'
+  | 'unpushed'
+  | 'not_removed';
+
+/** What `MemoryMounter.recover` did with one state record and the folder it names. */
+export interface RecoveredStoreReport {
+  /** The record's file name in `stateDir`. */
+  record: string;
+  memoryStoreId: string;
+  name: string;
+  access: Access;
+  /** As the agent saw it, e.g. `/mnt/memory/notes`. */
+  mountPath: string;
+  /** Host path of the store folder. */
+  path: string;
+  /**
+   * `recovered`: synced (or, for a mount that never finished materializing, nothing to sync)
+   * and removed, with its record. `left`: left exactly as it was apart from what was pushed
+   * (`left` says why); the record is kept. `gone`: nothing was at the record's path any more;
+   * the record was removed.
+   */
+  outcome: 'recovered' | 'left' | 'gone';
+  left?: { code: RecoveryLeftCode; reason: string };
+  /**
+   * The record was written before the mount finished materializing: the agent never had the
+   * folder, so it was removed without a sync.
+   */
+  neverMounted: boolean;
+  /** Sent to the store (created or updated) by the recovery sync. */
+  pushed: string[];
+  /**
+   * Local edits of memories that also changed in the store since the recorded baseline: the
+   * store keeps its version (SPEC 4.2) and the local edit is dropped with the folder.
+   */
+  conflicts: string[];
+  /**
+   * Baseline files missing from the folder. Recovery never deletes in the store: these
+   * memories are kept there (a missing file after a crash is not proof the agent deleted it).
+   */
+  deletionsNotSent: string[];
+  /**
+   * Local changes of a read-write store that are not in the store, with the reason (failed,
+   * cut off by the time bound, refused by the store...). Non-empty means `outcome: 'left'`.
+   * Conflicts are not listed here: the store wins them.
+   */
+  unpushed: { path: string; reason: string }[];
+  /** The recovery pass itself (push-only, against the recorded baseline); null when none ran. */
+  sync: StoreSyncReport | null;
+  /** The record was removed from `stateDir`. */
+  recordRemoved: boolean;
+}
+
+/** What `MemoryMounter.recover` found and did. Plain data. */
+export interface RecoveryReport {
+  /** Clock time (ms) when recovery began and ended. */
+  startedAt: number;
+  finishedAt: number;
+  /** The `finalSyncTimeout` deadline cut at least one store's sync off. */
+  timedOut: boolean;
+  /** One entry per readable record, in file-name order. */
+  stores: RecoveredStoreReport[];
+  /** Files in `stateDir` named like records that could not be read or trusted; left as they are. */
+  unreadableRecords: { file: string; reason: string }[];
+  /**
+   * Entries under `memoryRoot` that no record names (a folder a mounter without `stateDir`
+   * left, someone else's, or one whose record is unreadable): never touched. `markerStoreId`
+   * is the store a folder's marker names, when it has a readable one.
+   */
+  unvouched: { path: string; type: EntryType; reason: string; markerStoreId?: string }[];
 }

@@ -155,28 +155,16 @@ export class StoreFolder {
 
   /** What is at `wirePath` now: the file with its sha, absent, or something never read. */
   read(wirePath: string): Promise<LocalRead> {
-    return this.#act(() => this.#read(wirePath));
-  }
-
-  async #read(wirePath: string): Promise<LocalRead> {
-    const segments = pathSegments(wirePath);
-    let parent: OpenedParent;
-    try {
-      parent = await this.#openParent(wirePath, segments, false);
-    } catch (err) {
-      if (err instanceof FolderRefusal) return { kind: 'other', code: err.code, reason: err.message };
-      if (errorCode(err) === 'ENOENT') return { kind: 'absent' };
-      throw err;
-    }
-    try {
-      return await this.#readIn(parent.dir, segments.at(-1)!, wirePath, MAX_MEMORY_BYTES);
-    } catch (err) {
-      // An unpinned folder replaced around the read: what was read is not the file's, so it is dropped.
-      if (err instanceof FolderRefusal) return { kind: 'other', code: err.code, reason: err.message };
-      throw err;
-    } finally {
-      await parent.close();
-    }
+    return this.#act(async () => {
+      try {
+        return await this.#inParent(wirePath, false, { kind: 'absent' }, (dir, name) => this.#readIn(dir, name, wirePath, MAX_MEMORY_BYTES));
+      } catch (err) {
+        // A link on the way, or an unpinned folder replaced around the read (what was read is
+        // then not the file's, and is dropped): nothing to read here.
+        if (err instanceof FolderRefusal) return { kind: 'other', code: err.code, reason: err.message };
+        throw err;
+      }
+    });
   }
 
   /**
@@ -187,80 +175,69 @@ export class StoreFolder {
    * a file, or swapped.
    */
   write(wirePath: string, bytes: Uint8Array): Promise<void> {
-    return this.#act(() => this.#write(wirePath, bytes));
-  }
-
-  async #write(wirePath: string, bytes: Uint8Array): Promise<void> {
-    const segments = pathSegments(wirePath);
-    const parent = await this.#openParent(wirePath, segments, true);
-    try {
-      const name = segments.at(-1)!;
-      const target = `${parent.dir.path}/${name}`;
-      await this.#verify(parent.dir, wirePath);
-      if ((await this.fs.lstat(target))?.type === 'directory') {
-        // rmdir(2) refuses a folder that holds anything: only an empty one goes.
-        try {
-          await this.fs.rm(target);
-        } catch (err) {
-          if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') {
-            throw new FolderRefusal('is_folder', wirePath, 'is a folder that holds files');
+    return this.#act(() =>
+      this.#inParent(wirePath, true, undefined, async (dir, name) => {
+        const target = `${dir.path}/${name}`;
+        await this.#verify(dir, wirePath);
+        if ((await this.fs.lstat(target))?.type === 'directory') {
+          // rmdir(2) refuses a folder that holds anything: only an empty one goes.
+          try {
+            await this.fs.rm(target);
+          } catch (err) {
+            if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') {
+              throw new FolderRefusal('is_folder', wirePath, 'is a folder that holds files');
+            }
+            throw err;
           }
-          throw err;
         }
-      }
-      await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
-      await this.#verify(parent.dir, wirePath);
-      // A held folder the agent removed meanwhile still takes writes, which then reach no name:
-      // a removed folder has no links left, and a write into it did not happen for anyone.
-      if (parent.dir.pinned && (await this.fs.lstat(`${parent.dir.path}/.`))?.nlink === 0) {
-        throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
-      }
-    } finally {
-      await parent.close();
-    }
+        await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+        await this.#verify(dir, wirePath);
+        // A held folder the agent removed meanwhile still takes writes, which then reach no name:
+        // a removed folder has no links left, and a write into it did not happen for anyone.
+        if (dir.pinned && (await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
+          throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+        }
+      }),
+    );
   }
 
   /** Removes the entry at `wirePath` (a file or a link; never what a link points at). */
   unlink(wirePath: string): Promise<void> {
-    return this.#act(() => this.#unlink(wirePath));
-  }
-
-  async #unlink(wirePath: string): Promise<void> {
-    const segments = pathSegments(wirePath);
-    let parent: OpenedParent;
-    try {
-      parent = await this.#openParent(wirePath, segments, false);
-    } catch (err) {
-      if (errorCode(err) === 'ENOENT') return;
-      throw err;
-    }
-    try {
-      await this.#verify(parent.dir, wirePath);
-      const target = `${parent.dir.path}/${segments.at(-1)!}`;
-      if ((await this.fs.lstat(target))?.type === 'directory') throw new FolderRefusal('is_folder', wirePath, 'is a folder');
-      await this.fs.rm(target);
-    } finally {
-      await parent.close();
-    }
+    return this.#act(() =>
+      this.#inParent(wirePath, false, undefined, async (dir, name) => {
+        await this.#verify(dir, wirePath);
+        const target = `${dir.path}/${name}`;
+        if ((await this.fs.lstat(target))?.type === 'directory') throw new FolderRefusal('is_folder', wirePath, 'is a folder');
+        await this.fs.rm(target);
+      }),
+    );
   }
 
   /** lstat of the entry at `wirePath` through its folder's handle; null when absent. */
   stat(wirePath: string): Promise<FileStat | null> {
-    return this.#act(() => this.#stat(wirePath));
+    return this.#act(() =>
+      this.#inParent(wirePath, false, null, async (dir, name) => {
+        await this.#verify(dir, wirePath);
+        return this.fs.lstat(`${dir.path}/${name}`);
+      }),
+    );
   }
 
-  async #stat(wirePath: string): Promise<FileStat | null> {
+  /**
+   * Runs `act` on the entry's name in its opened parent folder. A folder on the way that does
+   * not exist means the entry does not either: `absent` is the answer, unless `create` makes it.
+   */
+  async #inParent<T>(wirePath: string, create: boolean, absent: T, act: (dir: DirHandle, name: string) => Promise<T>): Promise<T> {
     const segments = pathSegments(wirePath);
     let parent: OpenedParent;
     try {
-      parent = await this.#openParent(wirePath, segments, false);
+      parent = await this.#openParent(wirePath, segments, create);
     } catch (err) {
-      if (errorCode(err) === 'ENOENT') return null;
+      if (!create && errorCode(err) === 'ENOENT') return absent;
       throw err;
     }
     try {
-      await this.#verify(parent.dir, wirePath);
-      return await this.fs.lstat(`${parent.dir.path}/${segments.at(-1)!}`);
+      return await act(parent.dir, segments.at(-1)!);
     } finally {
       await parent.close();
     }

@@ -139,6 +139,20 @@ export class StoreSync {
     return { written: written.sort(), skipped: [...skipped, ...unmountable] };
   }
 
+  /**
+   * Takes up a folder a dead mounter left, with the state it recorded (crash recovery): the
+   * baseline it agreed on with the store, and the writes it may have sent without learning
+   * their outcome. Instead of a download, which would make the baseline the store's.
+   */
+  async resume(recorded: { baseline: ReadonlyMap<string, string>; unknownWrites: ReadonlyMap<string, string> }): Promise<void> {
+    this.state.baseline = new Map(recorded.baseline);
+    this.state.unknownWrites = new Map(recorded.unknownWrites);
+    this.state.missingSince.clear();
+    this.state.scanCache.clear();
+    this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
+    this.#folder.release();
+  }
+
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
     const report = emptyReport(this.mount);
     try {

@@ -76,6 +76,26 @@ export interface MemoryMounterOptions {
    * at once. Default 1.
    */
   newFileSettle?: number;
+  /**
+   * Host directory, outside the sandbox, where the mounter keeps one crash-recovery record per
+   * mounted store folder (SPEC 6.3): the store, where it is mounted, and the engine's baseline
+   * (path -> sha256, memory ids), written atomically at materialize and after every pass, and
+   * removed with the folder. After a crash, `MemoryMounter.recover({ stateDir, ... })` uses them
+   * to push what the dead mounter had not and remove its folders. An absolute path, not inside
+   * `memoryRoot`; the operator creates it (`materialize()` fails `state_dir_unusable` when it is
+   * missing). Default: unset, no records (a crash then leaves folders `recover` cannot vouch for).
+   * See docs/operations.md#after-a-crash.
+   */
+  stateDir?: string;
+  /**
+   * When true, `finalize()` leaves in place (with its state record) a read-write store folder
+   * whose local changes could not all be pushed (`FinalizeReport.unpushed` names some for it),
+   * instead of removing it: `leftInPlace` lists it with `code: 'unpushed_kept'`, and a later
+   * `MemoryMounter.recover` pushes what it can. Meaningful with `stateDir` (without a record,
+   * `recover` cannot vouch for the folder). Default false: the folder is removed and the
+   * unpushed changes with it (SPEC 4.5).
+   */
+  keepUnpushed?: boolean;
   /** Clock in ms. Default `Date.now`. */
   now?: () => number;
   /** Default: the `debug` package, namespaces `memory-mounter:*`. */

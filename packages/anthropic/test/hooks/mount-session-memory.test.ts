@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -86,5 +86,17 @@ describe('mountSessionMemory (offline, through the SDK against the emulator)', (
     now = 60_000;
     expect(await mounter!.reconcile()).not.toBeNull();
     await mounter!.finalize();
+  });
+
+  it('stateDir and keepUnpushed reach the mounter: a state record while mounted, gone after finalize', async () => {
+    const stateDir = join(base, 'state');
+    await new NodeFileSystem().mkdir(stateDir);
+    const mounter = await mountSessionMemory(options({ session: { id: 's', resources: [memoryStore] }, stateDir, keepUnpushed: true }));
+    expect((await readdir(stateDir)).filter((n) => n.startsWith('mm-state-'))).toHaveLength(1);
+    await mounter!.finalize();
+    expect(await readdir(stateDir)).toEqual([]);
+    await expect(mountSessionMemory(options({ session: { id: 's', resources: [memoryStore] }, keepUnpushed: 'yes' }))).rejects.toMatchObject({
+      option: 'keepUnpushed',
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AnthropicStoreClient } from '@memory-mounter/anthropic';
-import { MemoryMounter, type Logger } from '@memory-mounter/core';
+import { MemoryMounter, MemoryMountError, type Logger, type RecoveryReport } from '@memory-mounter/core';
 import { seededRandom, selfCheckingContent, sha256 } from './self-checking-content.js';
 
 /**
@@ -12,8 +12,15 @@ import { seededRandom, selfCheckingContent, sha256 } from './self-checking-conte
  *
  * The agent writes as a careful tool does (a complete file renamed into place), and journals the
  * sha of each content before it lands, so the parent can tell the agent's versions from others.
+ *
+ * With `mode: 'recover'` it is the next worker starting up on that host instead: it runs
+ * `MemoryMounter.recover`, then mounts the same store at the same path and finalizes, and prints
+ * one `result <json>` line (RecoverChildResult).
  */
 export interface CrashChildArgs {
+  mode?: 'work' | 'recover';
+  /** The mounters' stateDir, beside memoryRoot. */
+  stateDir: string;
   baseURL: string;
   memoryRoot: string;
   mountPath: string;
@@ -27,6 +34,14 @@ export interface CrashChildArgs {
   paths: string[];
 }
 
+export interface RecoverChildResult {
+  recovery: RecoveryReport;
+  /** The restart at the same path: `ok`, or the MemoryMountError code (or message) it failed with. */
+  restart: string;
+  /** What the restart's finalize removed and left. */
+  finalized: { removed: string[]; leftInPlace: string[] } | null;
+}
+
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 async function main(): Promise<void> {
@@ -35,9 +50,12 @@ async function main(): Promise<void> {
   // through nodePaths, and this file needs only its constructor.
   const Anthropic = (require('@anthropic-ai/sdk') as { default: new (options: object) => unknown }).default;
   const sdk = new Anthropic({ apiKey: 'crash-test', baseURL: args.baseURL, maxRetries: 0 });
+  const storeClient = new AnthropicStoreClient({ client: sdk as never });
+  if (args.mode === 'recover') return recoverAndRestart(args, storeClient);
   const mounter = new MemoryMounter({
-    storeClient: new AnthropicStoreClient({ client: sdk as never }),
+    storeClient,
     memoryRoot: args.memoryRoot,
+    stateDir: args.stateDir,
     deleteGracePeriod: 0,
     logger: silent,
   });
@@ -67,6 +85,21 @@ async function main(): Promise<void> {
     }
     await mounter.reconcile({ force: true });
   }
+}
+
+async function recoverAndRestart(args: CrashChildArgs, storeClient: AnthropicStoreClient): Promise<void> {
+  const { memoryRoot, stateDir } = args;
+  const recovery = await MemoryMounter.recover({ storeClient, memoryRoot, stateDir, logger: silent });
+  const result: RecoverChildResult = { recovery, restart: 'ok', finalized: null };
+  const restart = new MemoryMounter({ storeClient, memoryRoot, stateDir, logger: silent });
+  try {
+    await restart.materialize([{ type: 'memory_store', memory_store_id: args.storeId, mount_path: args.mountPath }]);
+  } catch (err) {
+    result.restart = err instanceof MemoryMountError ? err.code : String(err);
+  }
+  const report = await restart.finalize();
+  result.finalized = { removed: report.removed, leftInPlace: report.leftInPlace.map((l) => `${l.path}: ${l.reason}`) };
+  process.stdout.write(`result ${JSON.stringify(result)}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTempFileName, MARKER_FILE, MemoryMounter, MemoryMountError, type Logger } from '@memory-mounter/core';
+import { isTempFileName, MARKER_FILE, MemoryMounter, MemoryMountError, parseRecord, recordFileName, type Logger, type StateRecord } from '@memory-mounter/core';
 import { InMemoryStoreClient, MemoryApiServer } from '@memory-mounter/testing';
 import { bundleChild } from './child-bundle.js';
-import type { CrashChildArgs } from './crash-child.js';
+import type { CrashChildArgs, RecoverChildResult } from './crash-child.js';
 import { seededRandom, selfCheckingContent, selfCheckProblem, sha256 } from './self-checking-content.js';
 
 /**
@@ -23,8 +23,24 @@ import { seededRandom, selfCheckingContent, selfCheckProblem, sha256 } from './s
  *     the store or the agent really had (the marker, if present, is complete too);
  *  C2 nothing partial and no temp file or marker was ever uploaded: every memory in the store
  *     is a complete content the store or the agent had, at a path that is neither;
- *  C3 a restart with a fresh MemoryMounter on the same path refuses with `mount_path_exists`,
- *     names the folder and tells the operator what to do, and touches neither folder nor store.
+ *  C3 a restart with a fresh MemoryMounter on the same path, before any recovery, refuses with
+ *     `mount_path_exists`, names the folder and tells the operator what to do, and touches neither
+ *     folder, store, nor the dead worker's state record.
+ *
+ * The child keeps crash-recovery records (`stateDir`). After C1-C3 the next worker starts (the
+ * same bundle, `mode: 'recover'`): it runs `MemoryMounter.recover`, then mounts the same store at
+ * the same path and finalizes. Then:
+ *
+ *  C4 0 lost edits: every file the agent had on disk at the kill (one of its journaled versions)
+ *     is in the store, or was in it at some point (the store's version history: it was pushed
+ *     and then overwritten by the other writer), or lost a real conflict, which recover reported
+ *     and which the store's state before recovery confirms (it had moved away from the recorded
+ *     baseline);
+ *  C5 0 refused restarts: recover left nothing (no folder left, none unvouched, no unreadable
+ *     record) and the restart's materialize succeeded;
+ *  C6 nothing leaks: after the restart's finalize the folder and every state record are gone
+ *     (a temp file of a record write the kill cut short may stay: counted, removed by a later
+ *     recover).
  *
  * CRASH_SEEDS (default 30) sets the number of kills; seeds are 1..N, so a failure names its seed.
  */
@@ -44,6 +60,20 @@ interface CrashOutcome {
   folderExisted: boolean;
   memoryFiles: number;
   tempFilesLeft: number;
+  /** Files the agent had on disk at the kill (its own versions). */
+  agentEdits: number;
+  /** ...of which recover pushed. */
+  pushedByRecover: number;
+  /** ...that reached the store and were overwritten by the other writer before the kill. */
+  supersededInStore: number;
+  /** ...that lost a real conflict (store wins), reported by recover. */
+  conflictsStoreWon: number;
+  lost: number;
+  refusedRestart: boolean;
+  foldersRecovered: number;
+  /** Temp files of record writes cut short by the kill, still in stateDir (garbage; see C6). */
+  stateTempFilesLeft: number;
+  recoverMs: number;
   problems: string[];
 }
 
@@ -59,10 +89,11 @@ describe('crash safety: SIGKILL at random points', () => {
 
   afterAll(() => rm(work, { recursive: true, force: true }));
 
-  it(`${CRASH_SEEDS} kills: no partial file, nothing partial or temporary uploaded, a restart refuses with mount_path_exists`, { timeout: 180_000 }, async () => {
+  it(`${CRASH_SEEDS} kills: no partial file, nothing partial or temporary uploaded; recover loses no edit and a restart succeeds`, { timeout: 60_000 + CRASH_SEEDS * 6_000 }, async () => {
     const seeds = Array.from({ length: CRASH_SEEDS }, (_, i) => i + 1);
     const outcomes = await inBatches(seeds, PARALLEL, (seed) => crashOnce(bundle, seed));
     const count = (f: (o: CrashOutcome) => boolean) => outcomes.filter(f).length;
+    const sum = (f: (o: CrashOutcome) => number) => outcomes.reduce((n, o) => n + f(o), 0);
     console.log(
       `crash: kills=${outcomes.length}`,
       JSON.stringify({
@@ -71,11 +102,20 @@ describe('crash safety: SIGKILL at random points', () => {
           materializing: count((o) => o.killedWhile === 'materializing'),
           syncing: count((o) => o.killedWhile === 'syncing'),
         },
-        restartsRefused: count((o) => o.folderExisted),
+        foldersLeftByKill: count((o) => o.folderExisted),
         cleanStarts: count((o) => !o.folderExisted),
-        tempFilesLeft: outcomes.reduce((n, o) => n + o.tempFilesLeft, 0),
-        memoryFilesChecked: outcomes.reduce((n, o) => n + o.memoryFiles, 0),
-        violations: outcomes.reduce((n, o) => n + o.problems.length, 0),
+        tempFilesLeft: sum((o) => o.tempFilesLeft),
+        memoryFilesChecked: sum((o) => o.memoryFiles),
+        foldersRecovered: sum((o) => o.foldersRecovered),
+        agentEditsOnDisk: sum((o) => o.agentEdits),
+        pushedByRecover: sum((o) => o.pushedByRecover),
+        supersededInStore: sum((o) => o.supersededInStore),
+        conflictsStoreWon: sum((o) => o.conflictsStoreWon),
+        lostEdits: sum((o) => o.lost),
+        refusedRestarts: count((o) => o.refusedRestart),
+        stateTempFilesLeft: sum((o) => o.stateTempFilesLeft),
+        recoverMsMax: Math.max(0, ...outcomes.map((o) => o.recoverMs)),
+        violations: sum((o) => o.problems.length),
       }),
     );
     expect(outcomes.flatMap((o) => o.problems)).toEqual([]);
@@ -90,7 +130,9 @@ async function crashOnce(bundle: string, seed: number): Promise<CrashOutcome> {
   const memoryRoot = join(base, 'mnt-memory');
   const folder = join(memoryRoot, 'crash');
   const journal = join(base, 'agent-journal');
+  const stateDir = join(base, 'state');
   await mkdir(memoryRoot);
+  await mkdir(stateDir);
   appendFileSync(journal, '');
   const server = new MemoryApiServer();
   await server.start();
@@ -107,6 +149,8 @@ async function crashOnce(bundle: string, seed: number): Promise<CrashOutcome> {
     for (const path of SEED_PATHS) server.seed(STORE, { [path]: version('seed') });
 
     const args: CrashChildArgs = {
+      mode: 'work',
+      stateDir,
       baseURL: server.baseURL,
       memoryRoot,
       mountPath: MOUNT_PATH,
@@ -198,7 +242,8 @@ async function crashOnce(bundle: string, seed: number): Promise<CrashOutcome> {
     // C3: a restart refuses the folder the dead worker left, says what to do, and touches nothing.
     const folderExisted = tree.size > 0 || exists(folder);
     const restartClient = new InMemoryStoreClient();
-    const restart = new MemoryMounter({ storeClient: restartClient, memoryRoot, logger: silent });
+    const stateBefore = stateFiles(stateDir);
+    const restart = new MemoryMounter({ storeClient: restartClient, memoryRoot, stateDir, logger: silent });
     const resource = { type: 'memory_store', memory_store_id: STORE, mount_path: MOUNT_PATH };
     try {
       await restart.materialize([resource]);
@@ -214,12 +259,122 @@ async function crashOnce(bundle: string, seed: number): Promise<CrashOutcome> {
     }
     if (folderExisted && !sameTree(tree, walk(folder))) say('the refused restart changed the folder');
     if (folderExisted && restartClient.requests.length > 0) say('the refused restart sent requests to the store');
+    if (folderExisted && JSON.stringify(stateFiles(stateDir)) !== JSON.stringify(stateBefore)) say("the refused restart changed the dead worker's state record");
 
-    return { seed, killedWhile: phase, folderExisted, memoryFiles, tempFilesLeft, problems };
+    // The next worker starts: recover, then mount the same store at the same path.
+    const agentOnDisk = new Map<string, string>();
+    for (const [rel, entry] of tree) if (entry.kind === 'file' && entry.sha && agentVersions.has(entry.sha)) agentOnDisk.set(rel, entry.sha);
+    const record = readStateRecord(stateDir, folder);
+    const storeBefore = new Map(Object.entries(server.snapshot(STORE)).map(([p, c]) => [p, sha256(c)]));
+    const recoverStarted = Date.now();
+    const result = await runRecoverChild(bundle, { ...args, mode: 'recover' });
+    const recoverMs = Date.now() - recoverStarted;
+    const outcome: CrashOutcome = {
+      seed,
+      killedWhile: phase,
+      folderExisted,
+      memoryFiles,
+      tempFilesLeft,
+      agentEdits: agentOnDisk.size,
+      pushedByRecover: 0,
+      supersededInStore: 0,
+      conflictsStoreWon: 0,
+      lost: 0,
+      refusedRestart: false,
+      foldersRecovered: 0,
+      stateTempFilesLeft: 0,
+      recoverMs,
+      problems,
+    };
+    if (typeof result === 'string') {
+      say(`the recovering worker failed: ${result}`);
+      outcome.refusedRestart = true;
+      return outcome;
+    }
+    const { recovery } = result;
+    const recovered = recovery.stores.find((s) => s.path === folder);
+    outcome.foldersRecovered = recovery.stores.filter((s) => s.outcome === 'recovered').length;
+    for (const s of recovery.stores) if (s.outcome === 'left') say(`recover left ${s.path}: ${s.left?.code} ${s.left?.reason} ${JSON.stringify(s.unpushed)}`);
+    for (const u of recovery.unvouched) say(`recover could not vouch for ${u.path}: ${u.reason}`);
+    for (const r of recovery.unreadableRecords) say(`state record ${r.file} unreadable: ${r.reason}`);
+    if (folderExisted && !recovered) say('the folder the kill left has no state record');
+
+    // C4: every edit on disk at the kill is in the store, was in it, or lost a real conflict.
+    const after = server.snapshot(STORE);
+    const history = new Set(server.versions(STORE).map((v) => `${v.path}\0${v.content_sha256}`));
+    for (const [path, sha] of agentOnDisk) {
+      if (after[path] !== undefined && sha256(after[path]) === sha) {
+        if (recovered?.pushed.includes(path)) outcome.pushedByRecover++;
+        continue;
+      }
+      if (history.has(`${path}\0${sha}`)) {
+        outcome.supersededInStore++;
+        continue;
+      }
+      if (recovered?.conflicts.includes(path)) {
+        const was = storeBefore.get(path);
+        const real = was !== record?.baseline[path] && was !== record?.unsettled_writes[path];
+        if (real) outcome.conflictsStoreWon++;
+        else say(`${path}: a false conflict dropped the agent's edit (store ${was}, recorded ${record?.baseline[path]})`);
+        continue;
+      }
+      outcome.lost++;
+      say(`${path}: the agent's edit on disk at the kill is not in the store (recover: ${JSON.stringify(recovered ?? null)})`);
+    }
+
+    // C5, C6: the restart mounts the path, and its finalize leaves nothing behind.
+    if (result.restart !== 'ok') {
+      outcome.refusedRestart = true;
+      say(`the restart after recover failed: ${result.restart}`);
+    }
+    if (result.finalized && result.finalized.leftInPlace.length > 0) say(`the restart's finalize left ${result.finalized.leftInPlace.join('; ')}`);
+    if (exists(folder)) say('the folder is still there after the restart finalized');
+    // Only records count: a temp file of a record write the kill cut short is garbage a later
+    // recover removes (once its writer is provably gone), never read as a record.
+    const leftover = stateFiles(stateDir).filter((f) => f.startsWith('mm-state-') && !f.includes('.tmp-'));
+    if (leftover.length > 0) say(`state records left: ${leftover.join(', ')}`);
+    outcome.stateTempFilesLeft = stateFiles(stateDir).length - leftover.length;
+    return outcome;
   } finally {
     if (running && running.exitCode === null && running.signalCode === null) running.kill('SIGKILL');
     await server.close();
     await rm(base, { recursive: true, force: true });
+  }
+}
+
+/** The next worker's start-up, in a child: recover, restart, finalize. A string when it failed. */
+async function runRecoverChild(bundle: string, args: CrashChildArgs): Promise<RecoverChildResult | string> {
+  const child = spawn(process.execPath, [bundle, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = once(child, 'exit');
+  const timedOut = await Promise.race([exited.then(() => false), sleep(60_000).then(() => true)]);
+  if (timedOut) {
+    child.kill('SIGKILL');
+    await exited;
+    return 'it did not finish within 60 s';
+  }
+  const line = stdout.split('\n').find((l) => l.startsWith('result '));
+  if (!line) return `no result (exit ${child.exitCode}): ${stderr.trim()}`;
+  return JSON.parse(line.slice('result '.length)) as RecoverChildResult;
+}
+
+/** Names in stateDir, with each file's sha, sorted. */
+function stateFiles(stateDir: string): string[] {
+  return readdirSync(stateDir)
+    .sort()
+    .map((name) => `${name}:${sha256(readFileSync(join(stateDir, name)))}`);
+}
+
+/** The state record of the store folder at `folder`, if there is a readable one. */
+function readStateRecord(stateDir: string, folder: string): StateRecord | null {
+  try {
+    const parsed = parseRecord(readFileSync(join(stateDir, recordFileName(folder))));
+    return parsed.ok ? parsed.record : null;
+  } catch {
+    return null;
   }
 }
 

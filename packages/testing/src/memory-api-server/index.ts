@@ -3,6 +3,41 @@ export type { MemoryApiServerOptions, RecordedRequest } from './memory-api-serve
 export type { RouteName } from './routes.js';
 export type { SessionSeed } from './sessions.js';
 export type { Fault } from './faults.js';
+export {
+  ControlPlaneEmulator,
+  type ControlPlaneOptions,
+  type ControlRouteName,
+  type ControlRequest,
+  type ControlPlaneEvent,
+  type EnqueueWorkOptions,
+} from './control-plane.js';
+export {
+  ScriptedSession,
+  type AgentToolCall,
+  type AgentToolOutcome,
+  type AgentStep,
+  type ScriptedAgentScript,
+  type PlaySessionOptions,
+  type ScriptedSessionState,
+  type SessionHost,
+} from './scripted-session.js';
+export type {
+  WorkState,
+  WorkWire,
+  WorkHeartbeatWire,
+  TextBlockWire,
+  ToolResultBlockWire,
+  AgentToolUseEventWire,
+  AgentMessageEventWire,
+  SessionStatusRunningEventWire,
+  SessionStatusIdleEventWire,
+  SessionStatusTerminatedEventWire,
+  UserToolResultEventWire,
+  UserEventWire,
+  SessionEventWire,
+  SessionEventsPageWire,
+  SentSessionEventsWire,
+} from './control-plane-wire.js';
 export type { MemoryStore, MemoryRecord } from './memory-store.js';
 export type {
   MemoryWire,

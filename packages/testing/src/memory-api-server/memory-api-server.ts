@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
+import { ControlPlaneEmulator, type ControlPlaneOptions } from './control-plane.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
@@ -33,6 +34,8 @@ export interface MemoryApiServerOptions {
   now?: () => number;
   /** Initial `versionRetentionMs`. */
   versionRetentionMs?: number;
+  /** Credentials and lease TTL of the control-plane endpoints (`controlPlane`). */
+  controlPlane?: ControlPlaneOptions;
 }
 
 /** One request the server received, for assertions on what a client sent. */
@@ -79,6 +82,12 @@ export class MemoryApiServer {
   versionRetentionMs: number | undefined;
   /** Every request that matched a route, oldest first. */
   readonly requests: RecordedRequest[] = [];
+  /**
+   * The control-plane endpoints a self-hosted worker calls (work queue, leases, a session's
+   * events), served on the same base URL, with their helpers: queue work, play a session with
+   * a scripted agent. Its requests are counted there, not in `requests`.
+   */
+  readonly controlPlane: ControlPlaneEmulator;
 
   readonly #options: MemoryApiServerOptions;
   readonly #stores = new Map<string, MemoryStore>();
@@ -106,6 +115,7 @@ export class MemoryApiServer {
       nowMs: now,
       retentionMs: () => this.versionRetentionMs,
     };
+    this.controlPlane = new ControlPlaneEmulator(options.controlPlane ?? {}, { newId: randomId, now: this.#env.now });
   }
 
   /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
@@ -141,6 +151,7 @@ export class MemoryApiServer {
     if (!server) return;
     this.#server = undefined;
     this.#closing = true;
+    this.controlPlane.close();
     const closed = new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     server.closeIdleConnections();
     for (const socket of this.#sockets) if (this.#hung.has(socket) || socket.bytesRead === 0) socket.destroy();
@@ -262,6 +273,7 @@ export class MemoryApiServer {
     try {
       const body = await readBody(req);
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (await this.controlPlane.handle(req, res, url, body)) return;
       const sessionId = matchSessionRoute(req.method, url.pathname);
       if (sessionId !== undefined) {
         this.sessionRequests++;

@@ -1,0 +1,54 @@
+import type {
+  BetaSelfHostedWork,
+  BetaSelfHostedWorkHeartbeatResponse,
+} from '@anthropic-ai/sdk/resources/beta/environments/work';
+import type {
+  BetaManagedAgentsAgentMessageEvent,
+  BetaManagedAgentsAgentToolUseEvent,
+  BetaManagedAgentsSessionEvent,
+  BetaManagedAgentsSessionStatusIdleEvent,
+  BetaManagedAgentsSessionStatusRunningEvent,
+  BetaManagedAgentsSessionStatusTerminatedEvent,
+  BetaManagedAgentsStreamSessionEvents,
+  BetaManagedAgentsUserToolResultEventParams,
+} from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import { describe, expectTypeOf, it } from 'vitest';
+import type {
+  AgentMessageEventWire,
+  AgentToolUseEventWire,
+  SessionStatusIdleEventWire,
+  SessionStatusRunningEventWire,
+  SessionStatusTerminatedEventWire,
+  UserToolResultEventWire,
+  WorkHeartbeatWire,
+  WorkWire,
+} from '@memory-mounter/testing';
+
+// The emulator writes its control-plane shapes down itself (the testing package has no SDK);
+// this file holds them to the SDK 1.14 types. It fails `pnpm typecheck`, not a test run.
+describe('the emulated control plane speaks the SDK 1.14 wire', () => {
+  it('work items and heartbeats are what the SDK reads', () => {
+    expectTypeOf<WorkWire>().toExtend<BetaSelfHostedWork>();
+    expectTypeOf<WorkHeartbeatWire>().toExtend<BetaSelfHostedWorkHeartbeatResponse>();
+  });
+
+  it('every session event it emits is a session event and a stream event of the SDK', () => {
+    expectTypeOf<AgentToolUseEventWire>().toExtend<BetaManagedAgentsAgentToolUseEvent>();
+    expectTypeOf<AgentMessageEventWire>().toExtend<BetaManagedAgentsAgentMessageEvent>();
+    expectTypeOf<SessionStatusRunningEventWire>().toExtend<BetaManagedAgentsSessionStatusRunningEvent>();
+    expectTypeOf<SessionStatusIdleEventWire>().toExtend<BetaManagedAgentsSessionStatusIdleEvent>();
+    expectTypeOf<SessionStatusTerminatedEventWire>().toExtend<BetaManagedAgentsSessionStatusTerminatedEvent>();
+    type Emitted =
+      | AgentToolUseEventWire
+      | AgentMessageEventWire
+      | SessionStatusRunningEventWire
+      | SessionStatusIdleEventWire
+      | SessionStatusTerminatedEventWire;
+    expectTypeOf<Emitted>().toExtend<BetaManagedAgentsSessionEvent>();
+    expectTypeOf<Emitted>().toExtend<BetaManagedAgentsStreamSessionEvents>();
+  });
+
+  it('a tool result the SDK posts is one the emulator records', () => {
+    expectTypeOf<BetaManagedAgentsUserToolResultEventParams & { id: string; processed_at: string }>().toExtend<UserToolResultEventWire>();
+  });
+});

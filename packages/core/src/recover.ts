@@ -1,0 +1,430 @@
+import { hostname } from 'node:os';
+import { posix } from 'node:path';
+import { BoundedStoreClient } from './bounded-store-client.js';
+import { MemoryConfigError } from './errors.js';
+import { errorCode, type FileSystem } from './file-system.js';
+import { MARKER_FILE } from './limits.js';
+import { storeLogger } from './logger.js';
+import { readMarker } from './marker.js';
+import { removeCreatedFolder } from './mount-folders.js';
+import { isWithin } from './mount-path.js';
+import { NodeFileSystem } from './node-file-system.js';
+import { resolveOptions } from './options.js';
+import type { RecoveredStoreReport, RecoveryLeftCode, RecoveryReport, StoreSyncReport } from './reports.js';
+import { listRecords, removeRecord, type RecordListing, type StateRecord } from './state-record.js';
+import { MountRecord } from './state-recorder.js';
+import type { StoreClient } from './store-client.js';
+import { StoreFolder } from './store-folder.js';
+import { emptyReport, StoreSync } from './store-sync.js';
+import type { Logger, MountedStore } from './types.js';
+import { localChanges, unpushedChanges } from './unpushed.js';
+
+/**
+ * `MemoryMounter.recover` (SPEC 6.3): finishes what a dead mounter left, from its state records.
+ *
+ * For each record whose folder is still there and still carries the record's store in its
+ * marker, the engine (a StoreSync resumed with the recorded baseline and unsettled writes) runs
+ * one push-only pass, the same pass finalize's flush runs:
+ * - a local edit the store has not seen since the recorded baseline is pushed, guarded by the
+ *   store's sha (a write the dead mounter may have sent is recognised, not taken for a remote
+ *   edit: no false conflict);
+ * - a real conflict (both sides changed since the baseline) leaves the store's version; the
+ *   local edit is reported and dropped with the folder;
+ * - a read-only store is never pushed;
+ * - nothing is deleted in the store, ever: a file missing after a crash is not proof the agent
+ *   deleted it, so its memory stays (reported in `deletionsNotSent`). A note is never lost to
+ *   recovery; at worst a deletion has to be made again.
+ * - nothing is pulled: the folder is removed right after.
+ * A folder whose changes all reached the store (or lost a conflict) is removed with its record;
+ * otherwise the record is rewritten with what was pushed and kept, for a later recover.
+ */
+export interface RecoverOptions {
+  storeClient: StoreClient;
+  /** The `stateDir` the dead mounter wrote its records in. */
+  stateDir: string;
+  /** Where `/mnt/memory` lies on this host, as given to the mounters. Default `/mnt/memory`. */
+  memoryRoot?: string;
+  /** Default `new NodeFileSystem()`. */
+  fileSystem?: FileSystem;
+  logger?: Logger;
+  /** Seconds bounding the whole recovery sync, as for `finalize()`. Default 30. */
+  finalSyncTimeout?: number;
+  /** Seconds per store call. Default 30. */
+  requestTimeout?: number;
+  /** Clock in ms, for the report. Default `Date.now`. */
+  now?: () => number;
+  /**
+   * Only the records of these stores are recovered; the others, and the folders they name, are
+   * not touched and not reported. For a worker whose credential reaches some stores only (a
+   * session's token reaches the stores attached to that session). Default: every record.
+   */
+  memoryStoreIds?: readonly string[];
+}
+
+/** Transfers in flight per store, as in a mounter's passes. */
+const TRANSFERS_PER_STORE = 8;
+/** After the deadline, how long a pass gets to wind down before it is left. */
+const ABORT_SETTLE_MS = 1_000;
+/** A temp file in stateDir older than this is left from a write that will never finish. */
+const STALE_TEMP_MS = 60_000;
+/** The FileSystem's temp files (`tempFileName`). */
+const FS_TEMP_NAME = /^\.mm-tmp-[0-9a-f]{16}$/;
+
+interface Context {
+  fs: FileSystem;
+  client: StoreClient;
+  stateDir: string;
+  memoryRoot: string;
+  logger: Logger;
+  now: () => number;
+  deadline: AbortSignal;
+}
+
+export async function recoverStores(options: RecoverOptions): Promise<RecoveryReport> {
+  if (typeof options !== 'object' || options === null) throw new MemoryConfigError('MemoryMounter.recover needs an options object');
+  if (options.stateDir === undefined) {
+    throw new MemoryConfigError('MemoryMounter.recover needs stateDir: the directory the mounters kept their state records in', 'stateDir');
+  }
+  const only = options.memoryStoreIds;
+  if (only !== undefined && (!Array.isArray(only) || !only.every((id) => typeof id === 'string'))) {
+    throw new MemoryConfigError('memoryStoreIds must be an array of store ids', 'memoryStoreIds');
+  }
+  const resolved = resolveOptions({
+    storeClient: options.storeClient,
+    stateDir: options.stateDir,
+    ...(options.memoryRoot !== undefined && { memoryRoot: options.memoryRoot }),
+    ...(options.fileSystem !== undefined && { fileSystem: options.fileSystem }),
+    ...(options.logger !== undefined && { logger: options.logger }),
+    ...(options.finalSyncTimeout !== undefined && { finalSyncTimeout: options.finalSyncTimeout }),
+    ...(options.requestTimeout !== undefined && { requestTimeout: options.requestTimeout }),
+    ...(options.now !== undefined && { now: options.now }),
+  });
+  const fs = resolved.fileSystem ?? new NodeFileSystem();
+  const stateDir = resolved.stateDir!;
+  const { logger, now, memoryRoot } = resolved;
+  const controller = new AbortController();
+  const ms = resolved.finalSyncTimeoutMs;
+  const timer = setTimeout(() => controller.abort(new Error(`finalSyncTimeout (${ms / 1000} s) ran out`)), ms);
+  const ctx: Context = {
+    fs,
+    client: new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger }),
+    stateDir,
+    memoryRoot,
+    logger,
+    now,
+    deadline: controller.signal,
+  };
+  const report: RecoveryReport = { startedAt: now(), finishedAt: now(), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
+  try {
+    const listing = await readStateDir(fs, stateDir, logger);
+    await removeDeadTemps(fs, stateDir, listing);
+    for (const bad of listing.unreadable) {
+      report.unreadableRecords.push(bad);
+      logger.warn('state record unreadable; left as it is, and its folder untouched', { state_dir: stateDir, record: bad.file, reason: bad.reason });
+    }
+    const chosen = listing.records.filter(({ record }) => only === undefined || only.includes(record.memory_store_id));
+    report.stores = await Promise.all(chosen.map(({ file, record }) => recoverOne(ctx, file, record)));
+    report.timedOut = controller.signal.aborted;
+    report.unvouched = await unvouchedEntries(fs, memoryRoot, listing.records.map((r) => r.record.host_path));
+    for (const u of report.unvouched) {
+      logger.warn('left untouched: no state record names this entry under the memory root', { path: u.path, type: u.type, marker_store_id: u.markerStoreId });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  report.finishedAt = now();
+  return report;
+}
+
+async function readStateDir(fs: FileSystem, stateDir: string, logger: Logger): Promise<RecordListing> {
+  const empty: RecordListing = { records: [], unreadable: [], temps: [], fsTemps: [] };
+  let stat;
+  try {
+    stat = await fs.lstat(stateDir);
+  } catch (err) {
+    throw new MemoryConfigError(`stateDir ${stateDir} cannot be checked (${errorCode(err) ?? String(err)})`, 'stateDir');
+  }
+  if (stat === null) {
+    logger.info('nothing to recover: stateDir does not exist', { state_dir: stateDir });
+    return empty;
+  }
+  if (stat.type !== 'directory') throw new MemoryConfigError(`stateDir ${stateDir} is a ${stat.type}, not a directory (give its resolved path)`, 'stateDir');
+  try {
+    return await listRecords(fs, stateDir);
+  } catch (err) {
+    throw new MemoryConfigError(`stateDir ${stateDir} cannot be read (${errorCode(err) ?? String(err)})`, 'stateDir');
+  }
+}
+
+/**
+ * Temp files of record writes killed half-way: garbage. Removed when their writer is gone (the
+ * pid in the name), or, for the FileSystem's own temp files (no pid), once older than
+ * STALE_TEMP_MS: no write in flight takes that long.
+ */
+async function removeDeadTemps(fs: FileSystem, stateDir: string, listing: RecordListing): Promise<void> {
+  for (const temp of listing.temps) {
+    if (temp.pid === process.pid || !processAlive(temp.pid)) await fs.rm(posix.join(stateDir, temp.file)).catch(() => {});
+  }
+  for (const temp of listing.fsTemps) {
+    if (Date.now() - temp.mtimeMs > STALE_TEMP_MS) await fs.rm(posix.join(stateDir, temp.file)).catch(() => {});
+  }
+}
+
+async function recoverOne(ctx: Context, file: string, record: StateRecord): Promise<RecoveredStoreReport> {
+  const mount: MountedStore = {
+    memoryStoreId: record.memory_store_id,
+    name: record.name,
+    path: record.host_path,
+    mountPath: record.mount_path,
+    access: record.access,
+  };
+  const logger = storeLogger(ctx.logger, mount.memoryStoreId);
+  const entry: RecoveredStoreReport = {
+    record: file,
+    memoryStoreId: mount.memoryStoreId,
+    name: mount.name,
+    access: mount.access,
+    mountPath: mount.mountPath,
+    path: mount.path,
+    outcome: 'left',
+    neverMounted: record.phase === 'materializing',
+    pushed: [],
+    conflicts: [],
+    deletionsNotSent: [],
+    unpushed: [],
+    sync: null,
+    recordRemoved: false,
+  };
+  const leave = (code: RecoveryLeftCode, reason: string): RecoveredStoreReport => {
+    entry.outcome = 'left';
+    entry.left = { code, reason };
+    logger.warn(`recovery left the store folder in place: ${reason}`, { path: mount.path, code, record: file, unpushed: entry.unpushed });
+    return entry;
+  };
+  const host = mount.path;
+  if (host === ctx.memoryRoot || !isWithin(ctx.memoryRoot, host)) {
+    return leave('outside_memory_root', `the record's folder is not under the memory root ${ctx.memoryRoot}`);
+  }
+  if (record.pid !== process.pid && record.hostname === hostname() && processAlive(record.pid)) {
+    return leave('owner_alive', `the record was written by process ${record.pid}, which is still running on this host`);
+  }
+  let stat;
+  try {
+    stat = await ctx.fs.lstat(host);
+  } catch (err) {
+    return leave('marker_unreadable', `the folder could not be checked (${errorCode(err) ?? String(err)})`);
+  }
+  if (stat === null) {
+    // Nothing left to recover (removed by hand, or the mounter died after removing it).
+    await removeEmptyFolders(ctx.fs, record.created_folders);
+    entry.recordRemoved = await dropRecord(ctx, record, logger);
+    entry.outcome = 'gone';
+    logger.info('recovery: the recorded folder is gone; record removed', { path: host, record: file });
+    return entry;
+  }
+  if (stat.type !== 'directory') return leave('not_a_folder', `a ${stat.type} is at the folder's path`);
+  let folder: StoreFolder;
+  try {
+    folder = await StoreFolder.open(ctx.fs, host);
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ELOOP' || code === 'ENOTDIR') return leave('not_a_folder', 'the folder was replaced by something else');
+    return leave('marker_unreadable', `the folder could not be opened (${code ?? String(err)})`);
+  }
+  try {
+    const marker = await readMarker(folder, mount.memoryStoreId);
+    if (record.phase === 'materializing') {
+      // The mount never finished: the agent never had the folder, so nothing in it is the
+      // agent's. Removed whole when its marker names the store; when the marker is not there yet
+      // (a crash right after the mkdir, or while the marker was being written), only if it holds
+      // nothing but the temp file of that write.
+      const empty = marker === 'missing' && (await folder.topLevelNames()).every((name) => FS_TEMP_NAME.test(name));
+      if (marker !== 'ok' && !empty) return leave(marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', markerReason(marker));
+      return await removeRecovered(ctx, entry, record, folder, logger);
+    }
+    if (marker !== 'ok') return leave(marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', markerReason(marker));
+
+    const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
+    recorder.restore(record);
+    const store = new StoreSync(mount, folder, {
+      client: recorder.client(ctx.client),
+      logger,
+      // Never used by a push-only pass; set so that no path of the engine could delete remotely.
+      deletionMode: 'disabled',
+      concurrency: TRANSFERS_PER_STORE,
+      recreateFolder: () => Promise.reject(new Error('recovery never re-creates a store folder')),
+    });
+    recorder.state = store.state;
+    await store.resume({ baseline: new Map(Object.entries(record.baseline)), unknownWrites: new Map(Object.entries(record.unsettled_writes)) });
+    const settled = await passWithin(store, ctx);
+    const abandoned = settled === null;
+    const sync = settled ?? cutOffReport(mount);
+    entry.sync = sync;
+    entry.pushed = [...sync.pushed];
+    entry.conflicts = [...sync.conflicts];
+    const scan = store.lastScan;
+    if (scan) {
+      const changes = localChanges({ baseline: store.state.baseline, files: scan.files, baselineAtScan: scan.baseline, blocked: scan.blocked });
+      entry.deletionsNotSent = changes.filter((c) => c.change === 'deleted').map((c) => c.path);
+    }
+    const conflicts = new Set(sync.conflicts);
+    entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
+    if (abandoned || entry.unpushed.length > 0 || scan === null) {
+      // The record takes what was pushed, and stays for the next recover.
+      await recorder.tryWrite();
+      await recorder.retire({ remove: false });
+      const why = abandoned
+        ? 'the time bound cut the sync off while calls were still in flight'
+        : entry.unpushed.length > 0
+          ? `${entry.unpushed.length} local change(s) could not be pushed`
+          : `the folder could not be scanned (${sync.reason ?? sync.status})`;
+      return leave('unpushed', why);
+    }
+    const refusal = await store.removalRefusal();
+    if (refusal) {
+      await recorder.retire({ remove: false });
+      return leave(/marker check failed \(unreadable\)/.test(refusal) ? 'marker_unreadable' : 'marker_mismatch', refusal);
+    }
+    await recorder.retire({ remove: false });
+    return await removeRecovered(ctx, entry, record, folder, logger);
+  } finally {
+    // Idempotent; a pass left running keeps its handles until its acts end.
+    await folder.close();
+  }
+}
+
+/** Removes the folder (through its handle, links never followed), the empty folders above it that its mount made, and the record. */
+async function removeRecovered(
+  ctx: Context,
+  entry: RecoveredStoreReport,
+  record: StateRecord,
+  folder: StoreFolder,
+  logger: Logger,
+): Promise<RecoveredStoreReport> {
+  const outcome = await removeCreatedFolder(ctx.fs, { path: record.host_path }, folder);
+  if (!outcome.removed && outcome.reason !== 'already gone') {
+    entry.outcome = 'left';
+    entry.left = { code: 'not_removed', reason: `the folder ${outcome.reason}` };
+    logger.warn(`recovery synced the store folder but left it: ${outcome.reason}`, { path: record.host_path, record: entry.record });
+    return entry;
+  }
+  await removeEmptyFolders(ctx.fs, record.created_folders);
+  entry.recordRemoved = await dropRecord(ctx, record, logger);
+  entry.outcome = 'recovered';
+  logger.info('recovered: store folder synced and removed', {
+    path: record.host_path,
+    record: entry.record,
+    never_mounted: entry.neverMounted,
+    pushed: entry.pushed,
+    conflicts: entry.conflicts,
+    deletions_not_sent: entry.deletionsNotSent,
+  });
+  return entry;
+}
+
+async function dropRecord(ctx: Context, record: StateRecord, logger: Logger): Promise<boolean> {
+  try {
+    await removeRecord(ctx.fs, ctx.stateDir, record.host_path, record.mount_id);
+    return true;
+  } catch (err) {
+    logger.warn('state record could not be removed', { path: record.host_path, state_dir: ctx.stateDir, error: errorCode(err) ?? String(err) });
+    return false;
+  }
+}
+
+/** rmdir, deepest first: a folder that holds anything (another session's store, say) stays. */
+async function removeEmptyFolders(fs: FileSystem, folders: readonly string[]): Promise<void> {
+  for (const path of [...folders].reverse()) {
+    const stat = await fs.lstat(path).catch(() => null);
+    if (stat?.type === 'directory') await fs.rm(path).catch(() => {});
+  }
+}
+
+/** The store's push-only pass, within the recovery deadline plus a short wind-down; null if it had to be left running. */
+async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncReport | null> {
+  // settleMs 0: recovery is a final pass; every file is taken as it is.
+  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    const settle = () => {
+      timer = setTimeout(() => resolve(null), ABORT_SETTLE_MS);
+    };
+    if (ctx.deadline.aborted) settle();
+    else ctx.deadline.addEventListener('abort', settle, { once: true });
+  });
+  try {
+    return await Promise.race([pass, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function cutOffReport(mount: MountedStore): StoreSyncReport {
+  const cut = emptyReport(mount);
+  cut.status = 'skipped';
+  cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
+  return cut;
+}
+
+function markerReason(marker: 'missing' | 'foreign' | 'unreadable' | 'ok'): string {
+  if (marker === 'missing') return "the folder's marker is missing: it cannot be vouched for";
+  if (marker === 'foreign') return "the folder's marker names another store, or is damaged";
+  return "the folder's marker could not be read";
+}
+
+/** Entries under `memoryRoot` that no record names, descending only into folders that hold a recorded one. */
+async function unvouchedEntries(fs: FileSystem, memoryRoot: string, recorded: readonly string[]): Promise<RecoveryReport['unvouched']> {
+  const out: RecoveryReport['unvouched'] = [];
+  const root = await fs.lstat(memoryRoot).catch(() => null);
+  if (root?.type !== 'directory') return out;
+  const visit = async (dir: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await fs.readdir(dir);
+    } catch {
+      return;
+    }
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const path = posix.join(dir, e.name);
+      if (recorded.includes(path)) continue;
+      if (e.type === 'directory' && recorded.some((p) => isWithin(path, p))) {
+        await visit(path);
+        continue;
+      }
+      const item: RecoveryReport['unvouched'][number] = { path, type: e.type, reason: 'no state record names it; left untouched' };
+      if (e.type === 'directory') {
+        const id = await markerStoreId(fs, path);
+        if (id !== undefined) item.markerStoreId = id;
+      }
+      out.push(item);
+    }
+  };
+  await visit(memoryRoot);
+  return out;
+}
+
+/** The store a folder's marker names, read without following links; undefined when there is none readable. */
+async function markerStoreId(fs: FileSystem, path: string): Promise<string | undefined> {
+  let folder: StoreFolder | undefined;
+  try {
+    folder = await StoreFolder.open(fs, path);
+    const read = await folder.readTopLevel(MARKER_FILE, 4_096);
+    if (read.kind !== 'file' || !read.bytes) return undefined;
+    const id = (JSON.parse(new TextDecoder().decode(read.bytes)) as { memory_store_id?: unknown }).memory_store_id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await folder?.close();
+  }
+}
+
+/** Whether a process with this pid runs on this host (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errorCode(err) === 'EPERM';
+  }
+}

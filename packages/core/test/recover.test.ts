@@ -1,0 +1,420 @@
+import { posix } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  MARKER_FILE,
+  MemoryMounter,
+  parseRecord,
+  recordFileName,
+  sha256Hex,
+  StoreError,
+  type MemoryMounterOptions,
+  type StateRecord,
+  type StoreMemory,
+} from '@memory-mounter/core';
+import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness } from './harness.js';
+
+/**
+ * SPEC 6.3 / issue 13 item 3: state records kept by the mounter, `keepUnpushed`, and
+ * `MemoryMounter.recover` after a crash. A crash is a mounter dropped without `finalize()`: its
+ * folder and record stay exactly as a killed process leaves them.
+ */
+
+const sha = (text: string) => sha256Hex(new TextEncoder().encode(text));
+
+describe.each(DISKS)('crash recovery on %s', (disk) => {
+  const h = useHarness(disk);
+  let stateDir: string;
+  let dir: string;
+  let recordPath: string;
+  beforeEach(async () => {
+    stateDir = posix.join(posix.dirname(h.memoryRoot), 'state');
+    await h.fs.mkdir(stateDir, { recursive: true });
+    dir = h.notesDir;
+    recordPath = posix.join(stateDir, recordFileName(dir));
+  });
+
+  const mount = (options: Partial<MemoryMounterOptions> = {}, seed = SEED, resource: Record<string, unknown> = {}) =>
+    h.mountNotes({ stateDir, ...options }, seed, resource);
+  const recover = (over: Record<string, unknown> = {}) =>
+    MemoryMounter.recover({ storeClient: h.client, fileSystem: h.fs, memoryRoot: h.memoryRoot, stateDir, logger: h.logger, ...over });
+  const readRecord = async (): Promise<StateRecord | null> => {
+    if (!(await h.exists(recordPath))) return null;
+    const parsed = parseRecord(await h.fs.readFile(recordPath));
+    if (!parsed.ok) throw new Error(parsed.reason);
+    return parsed.record;
+  };
+  const stateFiles = async () => (await h.fs.readdir(stateDir)).map((e) => e.name);
+
+  describe('the state record', () => {
+    it('is written at materialize with the downloaded baseline, ids and where the store is mounted', async () => {
+      await mount();
+      const record = (await readRecord())!;
+      expect(record).toMatchObject({
+        phase: 'mounted',
+        memory_store_id: STORE,
+        access: 'read_write',
+        mount_path: '/mnt/memory/notes',
+        host_path: dir,
+        memory_root: h.memoryRoot,
+        pid: process.pid,
+        baseline: { '/a.md': sha('alpha'), '/b.md': sha('beta'), '/d/c.md': sha('gamma') },
+      });
+      const ids = Object.fromEntries(h.client.memories(STORE).map((m) => [m.path, m.id]));
+      expect(record.memory_ids).toEqual(ids);
+      expect(await stateFiles()).toEqual([recordFileName(dir)]);
+    });
+
+    it('is rewritten after every pass, and removed with the folder at finalize', async () => {
+      const m = await mount();
+      await h.write(`${dir}/a.md`, 'alpha 2');
+      h.client.putAs(STORE, '/n.md', 'new remote');
+      await m.reconcile({ force: true });
+      const record = (await readRecord())!;
+      expect(record.baseline['/a.md']).toBe(sha('alpha 2'));
+      expect(record.baseline['/n.md']).toBe(sha('new remote'));
+      expect(record.memory_ids['/n.md']).toBe(h.client.memories(STORE).find((x) => x.path === '/n.md')!.id);
+      const report = await m.finalize();
+      expect(report.removed).toContain(dir);
+      expect(await stateFiles()).toEqual([]);
+    });
+
+    it('records the sha of each push before it is sent', async () => {
+      const m = await mount();
+      await h.write(`${dir}/a.md`, 'alpha 2');
+      let seen: StateRecord | null = null;
+      const update = h.client.update.bind(h.client);
+      h.client.update = async (...args) => {
+        seen = await readRecord();
+        return update(...args);
+      };
+      await m.reconcile({ force: true });
+      expect(seen!.unsettled_writes).toEqual({ '/a.md': sha('alpha 2') });
+      expect((await readRecord())!.unsettled_writes).toEqual({});
+    });
+
+    it('a failed materialize removes the records of the folders it removed', async () => {
+      h.client.failNext('list', 'unauthorized');
+      await expect(mount()).rejects.toMatchObject({ code: 'download_failed' });
+      expect(await h.exists(dir)).toBe(false);
+      expect(await stateFiles()).toEqual([]);
+    });
+
+    it('materialize refuses a missing stateDir before creating anything (state_dir_unusable)', async () => {
+      await expect(mount({ stateDir: `${stateDir}-missing` })).rejects.toMatchObject({ code: 'state_dir_unusable' });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it("a restart refused by a dead mounter's folder leaves that mounter's record as it was", async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'unpushed');
+      const before = await h.fs.readFile(recordPath);
+      await expect(h.mounter({ stateDir }).materialize([notesResource()])).rejects.toMatchObject({ code: 'mount_path_exists' });
+      expect(await h.fs.readFile(recordPath)).toEqual(before);
+    });
+  });
+
+  describe('recover', () => {
+    it('pushes edits and new files made before the crash, then removes the folder and its record', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'alpha edited');
+      await h.write(`${dir}/new/x.md`, 'brand new');
+      // crash: no finalize
+      const report = await recover();
+      expect(h.client.snapshot(STORE)).toEqual({ ...SEED, '/a.md': 'alpha edited', '/new/x.md': 'brand new' });
+      expect(report.stores).toHaveLength(1);
+      expect(report.stores[0]).toMatchObject({
+        outcome: 'recovered',
+        memoryStoreId: STORE,
+        path: dir,
+        pushed: ['/a.md', '/new/x.md'],
+        conflicts: [],
+        unpushed: [],
+        recordRemoved: true,
+        neverMounted: false,
+      });
+      expect(await h.exists(dir)).toBe(false);
+      expect(await stateFiles()).toEqual([]);
+      expect(report.unvouched).toEqual([]);
+      // The path is free again: a new session mounts it.
+      const again = h.mounter({ stateDir });
+      await again.materialize([notesResource()]);
+      expect(await h.read(`${dir}/a.md`)).toBe('alpha edited');
+      await again.finalize();
+    });
+
+    it('pushes against the recorded baseline: a memory that moved on in the store wins a real conflict', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'local edit');
+      h.client.putAs(STORE, '/a.md', 'remote edit');
+      const report = await recover();
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('remote edit');
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: ['/a.md'], pushed: [], unpushed: [] });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('no false conflict: a file unchanged since the recorded baseline lets a later remote edit stand, and nothing is pulled', async () => {
+      await mount();
+      h.client.putAs(STORE, '/b.md', 'remote edit');
+      const report = await recover();
+      expect(h.client.snapshot(STORE)['/b.md']).toBe('remote edit');
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], pushed: [] });
+      expect(h.client.count('get')).toBe(0);
+    });
+
+    it('no false conflict for a push the dead mounter sent but never recorded as done', async () => {
+      const m = await mount();
+      await h.write(`${dir}/a.md`, 'pushed before the crash');
+      // The crash comes right after the update reached the store: the record is as it was then.
+      let atPush: Uint8Array | null = null;
+      const update = h.client.update.bind(h.client);
+      h.client.update = async (...args) => {
+        const result = await update(...args);
+        atPush = await h.fs.readFile(recordPath);
+        return result;
+      };
+      await m.reconcile({ force: true });
+      await h.fs.writeFile(recordPath, atPush!);
+      await h.write(`${dir}/a.md`, 'edited again after the push');
+      const report = await recover();
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('edited again after the push');
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], pushed: ['/a.md'] });
+    });
+
+    it('never deletes in the store: a file missing after the crash keeps its memory, and is reported', async () => {
+      await mount({ deleteGracePeriod: 0 });
+      await h.remove(`${dir}/b.md`);
+      const report = await recover();
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+      expect(h.client.count('delete')).toBe(0);
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', deletionsNotSent: ['/b.md'] });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('never pushes a read-only store, and removes its folder', async () => {
+      await mount({}, SEED, { access: 'read_only' });
+      await h.write(`${dir}/a.md`, 'local change in a read-only store');
+      await h.write(`${dir}/z.md`, 'new file in a read-only store');
+      const report = await recover();
+      expect(h.client.snapshot(STORE)).toEqual(SEED);
+      expect(h.client.count('create') + h.client.count('update')).toBe(0);
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', access: 'read_only', pushed: [], unpushed: [] });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('leaves a folder whose marker names another store exactly as it is, with its record', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'edited');
+      await h.fs.writeFile(`${dir}/${MARKER_FILE}`, new TextEncoder().encode(JSON.stringify({ memory_store_id: 'memstore_other' })));
+      const before = await h.read(`${dir}/a.md`);
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'marker_mismatch' }, recordRemoved: false });
+      expect(await h.read(`${dir}/a.md`)).toBe(before);
+      expect(await h.exists(recordPath)).toBe(true);
+      expect(h.client.count('update') + h.client.count('create')).toBe(0);
+    });
+
+    it('leaves folders no record names untouched, and reports them with the store their marker names', async () => {
+      // A mounter without stateDir crashed: its folder has a marker and no record.
+      await h.mountNotes();
+      await h.write(`${dir}/a.md`, 'edited');
+      await h.write(`${h.memoryRoot}/stray.txt`, 'x');
+      const report = await recover();
+      expect(report.stores).toEqual([]);
+      expect(report.unvouched).toEqual([
+        { path: dir, type: 'directory', reason: expect.stringMatching(/no state record/), markerStoreId: STORE },
+        { path: `${h.memoryRoot}/stray.txt`, type: 'file', reason: expect.stringMatching(/no state record/) },
+      ]);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited');
+      expect(h.client.count('update')).toBe(0);
+    });
+
+    it('reports an unreadable record without throwing, and leaves its folder untouched', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'edited');
+      await h.fs.writeFile(recordPath, new TextEncoder().encode('{"format":"memory-mounter/state-record","ver'));
+      const report = await recover();
+      expect(report.unreadableRecords).toEqual([{ file: recordFileName(dir), reason: expect.stringMatching(/not valid JSON/) }]);
+      expect(report.stores).toEqual([]);
+      expect(report.unvouched.map((u) => u.path)).toEqual([dir]);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited');
+      expect(await h.exists(recordPath)).toBe(true);
+    });
+
+    it('removes a folder whose mount never finished materializing, without syncing it', async () => {
+      const list = h.client.list.bind(h.client);
+      let stall!: () => void;
+      h.client.seed(STORE, SEED);
+      h.client.list = async function* (storeId, opts): AsyncGenerator<StoreMemory> {
+        await new Promise<void>((resolve) => (stall = resolve));
+        yield* list(storeId, opts);
+      };
+      const m = h.mounter({ stateDir });
+      void m.materialize([notesResource()]).catch(() => {});
+      await vi_waitFor(async () => (await h.exists(`${dir}/${MARKER_FILE}`)) && stall !== undefined);
+      expect((await readRecord())!.phase).toBe('materializing');
+      // crash while downloading
+      h.client.list = list;
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', neverMounted: true, sync: null, recordRemoved: true });
+      expect(await h.exists(dir)).toBe(false);
+      expect(h.client.count('update') + h.client.count('create')).toBe(0);
+      stall();
+    });
+
+    it('a never-mounted folder whose marker write was cut off is removed if it holds only that temp file, left otherwise', async () => {
+      await mount();
+      const record = (await readRecord())!;
+      const rewrite = () => h.fs.writeFile(recordPath, new TextEncoder().encode(JSON.stringify({ ...record, phase: 'materializing', baseline: {} })));
+      await rewrite();
+      for (const entry of await h.fs.readdir(dir)) await h.remove(`${dir}/${entry.name}`);
+      await h.write(`${dir}/.mm-tmp-0123456789abcdef`, '{"memory_store_id":"mems');
+      const removed = await recover();
+      expect(removed.stores[0]).toMatchObject({ outcome: 'recovered', neverMounted: true });
+      expect(await h.exists(dir)).toBe(false);
+
+      await h.fs.mkdir(dir);
+      await rewrite();
+      await h.write(`${dir}/notes.md`, 'not a temp file');
+      const left = await recover();
+      expect(left.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'marker_mismatch' } });
+      expect(await h.read(`${dir}/notes.md`)).toBe('not a temp file');
+    });
+
+    it('removes temp files of record writes a crash cut short, once their writer is provably gone', async () => {
+      const name = recordFileName(dir);
+      const deadPid = 2 ** 22 + 12345; // above Linux's pid_max: no such process
+      const files = {
+        dead: `${name}.tmp-${deadPid}-0badf00d`,
+        alive: `${name}.tmp-${process.ppid}-0badf00d`,
+        oldFsTemp: '.mm-tmp-00000000000000aa',
+        freshFsTemp: '.mm-tmp-00000000000000bb',
+      };
+      for (const file of Object.values(files)) await h.write(`${stateDir}/${file}`, 'half a record');
+      const old = new Date(Date.now() - 10 * 60_000);
+      if (disk === 'memfs') (h.fs as unknown as { vol: { utimesSync(p: string, a: Date, m: Date): void } }).vol.utimesSync(`${stateDir}/${files.oldFsTemp}`, old, old);
+      else (await import('node:fs')).utimesSync(`${stateDir}/${files.oldFsTemp}`, old, old);
+      const report = await recover();
+      expect(report.stores).toEqual([]);
+      expect((await stateFiles()).sort()).toEqual([files.alive, files.freshFsTemp].sort());
+    });
+
+    it('with memoryStoreIds, recovers those stores only and leaves the others unreported and untouched', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'edited');
+      const other = await recover({ memoryStoreIds: ['memstore_other'] });
+      expect(other.stores).toEqual([]);
+      expect(other.unvouched).toEqual([]);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited');
+      expect(h.client.count('update')).toBe(0);
+      const mine = await recover({ memoryStoreIds: [STORE] });
+      expect(mine.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md'] });
+      await expect(recover({ memoryStoreIds: 'x' })).rejects.toMatchObject({ option: 'memoryStoreIds' });
+    });
+
+    it('removes the record of a folder that is already gone', async () => {
+      await mount();
+      await h.remove(dir);
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'gone', recordRemoved: true });
+      expect(await stateFiles()).toEqual([]);
+    });
+
+    it("leaves a folder whose record's writer is still running on this host", async () => {
+      await mount();
+      const record = (await readRecord())!;
+      await h.fs.writeFile(recordPath, new TextEncoder().encode(JSON.stringify({ ...record, pid: process.ppid })));
+      await h.write(`${dir}/a.md`, 'a live session is still writing');
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'owner_alive' } });
+      expect(h.client.count('update')).toBe(0);
+      expect(await h.exists(dir)).toBe(true);
+    });
+
+    it('keeps folder and record when changes cannot be pushed, records what was, and finishes on a later run', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'alpha edited');
+      await h.write(`${dir}/b.md`, 'beta edited');
+      const update = h.client.update.bind(h.client);
+      h.client.update = async (storeId, id, input, opts) => {
+        if (h.client.memories(STORE).find((x) => x.id === id)?.path === '/b.md') throw new StoreError('unauthorized', 'down');
+        return update(storeId, id, input, opts);
+      };
+      const first = await recover();
+      expect(first.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'unpushed' }, pushed: ['/a.md'], recordRemoved: false });
+      expect(first.stores[0]!.unpushed.map((u) => u.path)).toEqual(['/b.md']);
+      expect(await h.exists(dir)).toBe(true);
+      expect((await readRecord())!.baseline['/a.md']).toBe(sha('alpha edited'));
+      h.client.update = update;
+      const second = await recover();
+      expect(second.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/b.md'], conflicts: [] });
+      expect(h.client.snapshot(STORE)).toMatchObject({ '/a.md': 'alpha edited', '/b.md': 'beta edited' });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('is bounded by finalSyncTimeout against a store that never answers, and keeps the folder', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'edited');
+      h.client.list = neverAnsweringList;
+      const started = Date.now();
+      const report = await recover({ finalSyncTimeout: 0.3, requestTimeout: 10 });
+      expect(Date.now() - started).toBeLessThan(0.3 * 1000 + 2000);
+      expect(report.timedOut).toBe(true);
+      expect(report.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'unpushed' } });
+      expect(report.stores[0]!.unpushed.map((u) => u.path)).toEqual(['/a.md']);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited');
+    });
+  });
+
+  describe('finalize with keepUnpushed', () => {
+    const rejectUpdates = () => {
+      h.client.update = async () => {
+        throw new StoreError('unauthorized', 'no');
+      };
+    };
+
+    it('leaves a folder with unpushed changes, and its record, for recover', async () => {
+      const m = await mount({ keepUnpushed: true });
+      await h.write(`${dir}/a.md`, 'cannot be pushed now');
+      const update = h.client.update.bind(h.client);
+      rejectUpdates();
+      const report = await m.finalize();
+      expect(report.unpushed.map((u) => u.path)).toContain('/a.md');
+      expect(report.leftInPlace).toEqual([{ path: dir, code: 'unpushed_kept', reason: expect.stringMatching(/keepUnpushed/) }]);
+      expect(report.removed).not.toContain(dir);
+      expect(await h.read(`${dir}/a.md`)).toBe('cannot be pushed now');
+      expect(await h.exists(recordPath)).toBe(true);
+      h.client.update = update;
+      const recovered = await recover();
+      expect(recovered.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md'] });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('cannot be pushed now');
+    });
+
+    it('still removes a folder whose changes were all pushed', async () => {
+      const m = await mount({ keepUnpushed: true });
+      await h.write(`${dir}/a.md`, 'pushed fine');
+      const report = await m.finalize();
+      expect(report.leftInPlace).toEqual([]);
+      expect(report.removed).toContain(dir);
+      expect(await stateFiles()).toEqual([]);
+    });
+
+    it('is off by default: the folder goes, and its unpushed changes with it', async () => {
+      const m = await mount();
+      await h.write(`${dir}/a.md`, 'lost at finalize');
+      rejectUpdates();
+      const report = await m.finalize();
+      expect(report.unpushed.map((u) => u.path)).toContain('/a.md');
+      expect(report.removed).toContain(dir);
+      expect(await stateFiles()).toEqual([]);
+    });
+  });
+});
+
+/** Polls `check` until it holds (at most ~2 s). */
+async function vi_waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('timed out waiting');
+}

@@ -4,7 +4,7 @@ import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
 import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
 import type { StallAt } from './fault-ledger.js';
 import type { Oracle, StoreKey } from './oracle.js';
-import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleaving, type Scenario } from './world.js';
+import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type CrashPoint, type Interleaving, type Scenario } from './world.js';
 
 /**
  * The steps of a case, as fast-check commands, and the arbitraries that generate them. Each
@@ -14,12 +14,19 @@ import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleavi
 export type Step = fc.AsyncCommand<Oracle, Case>;
 
 abstract class CaseStep implements Step {
-  /** Nothing runs after finalize. */
+  /** Nothing runs after finalize; while the worker is dead, neither it nor its agent acts. */
   check(model: Readonly<Oracle>): boolean {
-    return !model.finalized;
+    return !model.finalized && !model.crashed;
   }
   abstract run(model: Oracle, c: Case): Promise<void>;
   abstract toString(): string;
+}
+
+/** A step of the world outside the worker (the other writer, the network, the clock): it goes on while the worker is dead. */
+abstract class WorldStep extends CaseStep {
+  override check(model: Readonly<Oracle>): boolean {
+    return !model.finalized;
+  }
 }
 
 // --- The agent -------------------------------------------------------------------------------
@@ -147,7 +154,7 @@ export class DamageMarker extends CaseStep {
 
 // --- The other writer ------------------------------------------------------------------------
 
-export class RemoteWrite extends CaseStep {
+export class RemoteWrite extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
@@ -163,7 +170,7 @@ export class RemoteWrite extends CaseStep {
  * The other writer (or a buggy service) puts a memory at a path no mount may hold: the marker,
  * a temp-file name, a backslash, a `..` segment. The engine must skip it, never write or delete.
  */
-export class RemoteWriteHostile extends CaseStep {
+export class RemoteWriteHostile extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
@@ -176,7 +183,7 @@ export class RemoteWriteHostile extends CaseStep {
 }
 
 /** The other writer happens to write exactly what the local file holds (both changed alike). */
-export class RemoteCopyLocal extends CaseStep {
+export class RemoteCopyLocal extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
@@ -192,7 +199,7 @@ export class RemoteCopyLocal extends CaseStep {
   }
 }
 
-export class RemoteRename extends CaseStep {
+export class RemoteRename extends WorldStep {
   constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
     super();
   }
@@ -206,7 +213,7 @@ export class RemoteRename extends CaseStep {
   }
 }
 
-export class RemoteDelete extends CaseStep {
+export class RemoteDelete extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
@@ -221,7 +228,7 @@ export class RemoteDelete extends CaseStep {
 // --- Faults and the clock --------------------------------------------------------------------
 
 /** The next `times` requests of `op` fail with `kind` before the store applies anything. */
-export class FailNext extends CaseStep {
+export class FailNext extends WorldStep {
   constructor(readonly op: StoreOp, readonly kind: StoreErrorKind, readonly times = 1) {
     super();
   }
@@ -234,7 +241,7 @@ export class FailNext extends CaseStep {
 }
 
 /** The next write of `op` is applied, then answered `unavailable`. */
-export class FailAfterApply extends CaseStep {
+export class FailAfterApply extends WorldStep {
   constructor(readonly op: StoreWriteOp) {
     super();
   }
@@ -252,7 +259,7 @@ export class FailAfterApply extends CaseStep {
  * after the first memory). The engine must give up on each at `requestTimeout` and its passes
  * must still end within their bounds.
  */
-export class StallNext extends CaseStep {
+export class StallNext extends WorldStep {
   constructor(readonly op: StoreOp, readonly times: number, readonly at: StallAt) {
     super();
   }
@@ -265,7 +272,7 @@ export class StallNext extends CaseStep {
 }
 
 /** An outage: the next `calls` requests, whatever their op, fail `unavailable` before the store sees them. */
-export class OutageCalls extends CaseStep {
+export class OutageCalls extends WorldStep {
   constructor(readonly calls: number) {
     super();
   }
@@ -282,7 +289,7 @@ export class OutageCalls extends CaseStep {
  * has moved `seconds` on (only `clock +=` steps move it; a pass in between fails throughout,
  * retrying until its deadline).
  */
-export class OutageFor extends CaseStep {
+export class OutageFor extends WorldStep {
   constructor(readonly seconds: number) {
     super();
   }
@@ -294,7 +301,7 @@ export class OutageFor extends CaseStep {
   }
 }
 
-export class SetLatency extends CaseStep {
+export class SetLatency extends WorldStep {
   constructor(readonly ms: number) {
     super();
   }
@@ -308,7 +315,7 @@ export class SetLatency extends CaseStep {
   }
 }
 
-export class AdvanceClock extends CaseStep {
+export class AdvanceClock extends WorldStep {
   constructor(readonly seconds: number) {
     super();
   }
@@ -346,6 +353,45 @@ export class Finalize extends CaseStep {
   }
   toString() {
     return `finalize(${this.outcome})`;
+  }
+}
+
+// --- Crash and recovery ------------------------------------------------------------------------
+
+/** SIGKILL of the worker between two steps: no finalize; its folders stay as they are. */
+export class Crash extends CaseStep {
+  run(_m: Oracle, c: Case) {
+    return c.crash(this.toString());
+  }
+  toString() {
+    return 'crash';
+  }
+}
+
+/** SIGKILL during a forced pass, at the `nth` request of `op` (sent to the store, or not). */
+export class CrashDuringPass extends CaseStep {
+  constructor(readonly at: CrashPoint) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.crashDuringPass(this.toString(), this.at);
+  }
+  toString() {
+    const { op, nth, applied } = this.at;
+    return `reconcile(force) + crash at ${op} #${nth}${op === 'list' || op === 'get' ? '' : applied ? ' (applied)' : ' (not sent)'}`;
+  }
+}
+
+/** The next worker: `MemoryMounter.recover` with the same stateDir, then a fresh mounter at the same paths. */
+export class Recover extends CaseStep {
+  override check(model: Readonly<Oracle>): boolean {
+    return !model.finalized && model.crashed;
+  }
+  run(_m: Oracle, c: Case) {
+    return c.recover();
+  }
+  toString() {
+    return 'recover + restart';
   }
 }
 
@@ -419,6 +465,14 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(10, fc.boolean().map((force) => new Reconcile(force))),
   weighted(6, interleaving.map((i) => new Reconcile(true, i))),
   weighted(1, fc.constantFrom<'completed' | 'aborted'>('completed', 'aborted').map((o) => new Finalize(o))),
+  weighted(1, fc.constant(new Crash())),
+  weighted(
+    1,
+    fc
+      .record({ op: fc.constantFrom<StoreOp>('list', 'list', 'get', 'create', 'update', 'update'), nth: fc.constantFrom(1, 1, 2), applied: fc.boolean() })
+      .map((at) => new CrashDuringPass(at)),
+  ),
+  weighted(4, fc.constant(new Recover())),
 );
 
 export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbitrary<Scenario> {

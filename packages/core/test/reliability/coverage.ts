@@ -27,6 +27,18 @@ export const coverage = {
   /** The slowest reconcile and finalize seen on the wall clock. */
   slowestReconcileMs: 0,
   slowestFinalizeMs: 0,
+  /** Workers killed (between steps or during a pass), recover runs, and what they did. */
+  crashes: 0,
+  recoveries: 0,
+  recoverRetries: 0,
+  foldersRecovered: 0,
+  /** Folders still left after the retry (the operator removes them), and those left as unpushed. */
+  foldersLeftByRecover: 0,
+  foldersLeftUnpushedAfterRetry: 0,
+  /** Restarts whose download an outage failed, started again once it was over. */
+  restartsRetried: 0,
+  recoverPushed: 0,
+  recoverConflicts: 0,
   /** Wall time spent inside materialize, reconcile and finalize, all cases together. */
   engineWallMs: 0,
 };

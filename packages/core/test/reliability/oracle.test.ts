@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { StoreError, type DirEntry, type FileSystem, type FinalizeReport, type StoreClient } from '@memory-mounter/core';
-import { AgentEdit, AgentLinkOutside, Finalize, Reconcile } from './commands.js';
+import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover } from './commands.js';
 import { runCase } from './run-case.js';
 import { sha256 } from './tree.js';
 import { Case, CANARY_TEXT, type Scenario } from './world.js';
@@ -103,6 +103,19 @@ describe('the oracle catches a planted defect', () => {
     });
     await expect(runCase({ ...scenario, finalSyncTimeoutSeconds: 0.02 }, [new Finalize('completed')], { fileSystem: slowRemoval })).rejects.toThrow(
       /T1: finalize took \d+ ms; its bound is 2020 ms/,
+    );
+  });
+
+  it('R2: a recovery whose creates are acknowledged but never applied removes the folder with the write', async () => {
+    const swallowCreates = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      update: (...args) => client.update(...args),
+      delete: (...args) => client.delete(...args),
+      create: async (_storeId, input) => ({ id: 'mem_swallowed', path: input.path, content_sha256: sha256(input.content) }),
+    });
+    await expect(runCase(scenario, [new AgentWrite('rw', '/g/h.md'), new Crash(), new Recover()], { client: swallowCreates })).rejects.toThrow(
+      /R2: recover, .*\/rw: removed with the agent's write to \/g\/h\.md neither in the store nor named by the report/,
     );
   });
 

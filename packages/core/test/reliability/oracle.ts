@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
-import type { Access, DeletionMode, FinalizeReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import type { Access, DeletionMode, FinalizeReport, RecoveredStoreReport, RecoveryReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { EntryKind, Tree } from './host-disk.js';
 import { knownBugHits, type KnownBug } from './known-bugs.js';
 import type { OutgoingRequest } from './observed-store-client.js';
@@ -36,7 +36,16 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     the agent's own edits (reported refused) and deletions;
  *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed;
  *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
- *     `syncTimeout` + 1.5 s, finalize within `finalSyncTimeout` + 2 s, whatever the store does.
+ *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
+ *     store does;
+ *  R1 after finalize, stateDir holds a state record for exactly the folders left in place;
+ *  R2 after a crash (SIGKILL, between steps or at a request of a pass), `MemoryMounter.recover`:
+ *     sends no delete and nothing to a read-only store; removes a folder only when every agent
+ *     write in it that reached the disk before the kill is in the store or lost a real conflict
+ *     it reports; leaves any other folder exactly as it was, saying why (its marker damaged, or
+ *     `unpushed` naming every write it could not push); and once faults are over and the
+ *     operator removed what it could not vouch for, the next worker materializes at the same
+ *     paths (0 refused restarts) with no state record left behind.
  */
 export type StoreKey = 'rw' | 'ro';
 
@@ -114,7 +123,7 @@ function addTo(map: Map<string, Set<string>>, path: string, sha: string): void {
   shas.add(sha);
 }
 
-type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted';
+type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted' | 'recover';
 
 interface ScanTime {
   tree: Tree;
@@ -128,6 +137,10 @@ export class Oracle {
   readonly violations: string[] = [];
   readonly stores: StoreModel[];
   finalized = false;
+  /** The worker was killed and no new one has started yet. */
+  crashed = false;
+  /** Each folder as it was when the running recover began. */
+  #atRecover = new Map<StoreKey, Tree>();
   #seq = 0;
   #phase: Phase = 'idle';
   #passStartSeq = 0;
@@ -215,6 +228,7 @@ export class Oracle {
   checkRequest(request: OutgoingRequest): void {
     const store = this.stores.find((s) => s.spec.id === request.storeId);
     if (!store || request.op === 'list' || request.op === 'get') return;
+    if (this.#phase === 'recover' && request.op === 'delete') this.violate(`R2: recover sent a delete of ${request.path ?? request.memoryId} to ${store.spec.id}`);
     if (store.spec.access === 'read_only') {
       this.violate(`I5: ${request.op} of ${request.path ?? request.memoryId} sent to the read-only store ${store.spec.id}`);
     }
@@ -402,6 +416,95 @@ export class Oracle {
         [...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)).map(([path]) => path),
       );
     }
+  }
+
+  // --- Crash recovery --------------------------------------------------------------------------
+
+  beginRecover(trees: Map<StoreKey, Tree>): void {
+    this.#phase = 'recover';
+    this.#deletesThisPass.clear();
+    this.#atRecover = new Map(trees);
+  }
+
+  endRecover(report: RecoveryReport, trees: Map<StoreKey, Tree>): void {
+    for (const u of report.unvouched) this.violate(`R2: recover found ${u.path} (${u.type}) that no record vouches for`);
+    for (const u of report.unreadableRecords) this.violate(`R2: recover could not read the state record ${u.file}: ${u.reason}`);
+    for (const store of this.stores) {
+      const { spec } = store;
+      const before = this.#atRecover.get(spec.key)!;
+      const entry = report.stores.find((s) => s.path === spec.root);
+      const where = `R2: recover, ${spec.root}`;
+      if (!entry) {
+        if (this.view.kindOf(spec.root) !== null) this.violate(`${where}: not reported, though the folder is there`);
+        continue;
+      }
+      if (entry.memoryStoreId !== spec.id) this.violate(`${where}: reported as store ${entry.memoryStoreId}`);
+      this.settleSaved(store);
+      if (entry.outcome === 'left') {
+        const code = entry.left?.code;
+        const after = trees.get(spec.key)!;
+        if (!sameTree(before, after)) this.violate(`${where}: left (${code}) but changed: ${describeTreeDiff(before, after)}`);
+        const markerOk = markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id);
+        if (code === 'marker_mismatch' && markerOk) this.violate(`${where}: left for its marker, which is intact (${entry.left?.reason})`);
+        if (code === 'unpushed' && entry.unpushed.length === 0 && !report.timedOut && entry.sync?.status !== 'failed') {
+          this.violate(`${where}: left as unpushed, naming nothing (${entry.left?.reason})`);
+        }
+        if (code !== 'marker_mismatch' && code !== 'unpushed') this.violate(`${where}: left for an unexpected reason: ${code} ${entry.left?.reason}`);
+        continue;
+      }
+      if (this.view.kindOf(spec.root) !== null) this.violate(`${where}: reported ${entry.outcome}, but the folder is still there`);
+      if (entry.outcome === 'gone' && before.size > 0) this.violate(`${where}: reported gone, but it held ${before.size} entries`);
+      // Recovered (or gone): every agent write from before the kill is in the store, or lost a
+      // real conflict the report names.
+      for (const [path] of store.pending) {
+        const conflict = entry.conflicts.includes(path) && this.realConflict(store, path);
+        const unpushed = entry.unpushed.some((u) => u.path === path);
+        if (!conflict && !unpushed) this.violate(`${where}: removed with the agent's write to ${path} neither in the store nor named by the report`);
+      }
+      store.pending.clear();
+    }
+    this.#phase = 'idle';
+  }
+
+  /**
+   * The operator removes a folder recover left, having read its entry: every agent write still
+   * in it must be named there (unpushed, or a real conflict), unless recover could not vouch for
+   * the folder at all (its marker damaged): then nothing in it was the engine's to name.
+   */
+  operatorRemoves(entry: RecoveredStoreReport, timedOut: boolean): void {
+    const store = this.stores.find((s) => s.spec.root === entry.path);
+    if (!store) return;
+    this.settleSaved(store);
+    // Left with the faults over: a refused restart, unless the bound was too short to finish.
+    const where = `R2: recover left ${entry.path} once the faults were over`;
+    if (entry.left?.code === 'unpushed' && !timedOut) {
+      const refusedOnly = entry.unpushed.length > 0 && entry.unpushed.every((u) => u.reason.startsWith('refused'));
+      if (!refusedOnly) this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
+      else if (!this.tolerated('B6')) this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
+    }
+    if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0 && !this.tolerated('B5')) {
+      this.violate(`${where}: an empty folder, left for its missing marker (B5)`);
+    }
+    if (entry.left?.code !== 'marker_mismatch') {
+      for (const [path] of store.pending) {
+        const named = entry.unpushed.some((u) => u.path === path) || (entry.conflicts.includes(path) && this.realConflict(store, path));
+        if (!named) this.violate(`R2: recover left ${entry.path} (${entry.left?.code}) without naming the agent's write to ${path}`);
+      }
+    }
+    store.pending.clear();
+  }
+
+  /** A new worker is about to materialize: the dead session's model state goes. */
+  beforeRestart(): void {
+    for (const store of this.stores) {
+      store.pending.clear();
+      store.missingSince.clear();
+      store.agentDeleted.clear();
+      store.markerTouched = false;
+      store.distrusted = false;
+    }
+    this.crashed = false;
+    this.#phase = 'idle';
   }
 
   // --- After every step ------------------------------------------------------------------------

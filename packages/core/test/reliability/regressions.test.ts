@@ -4,6 +4,7 @@ import {
   AgentDelete,
   AgentRemoveDir,
   AgentEdit,
+  Crash,
   AgentRenameDir,
   AgentRenameFile,
   AgentWrite,
@@ -13,6 +14,7 @@ import {
   OutageCalls,
   OutageFor,
   Reconcile,
+  Recover,
   RemoteDelete,
   RemoteRename,
   RemoteWrite,
@@ -193,6 +195,25 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
       new Reconcile(true),
       new RemoteDelete('rw', '/g/h.md'),
     ]),
+  );
+
+  // B5, found by the first crash + recover cases (issue 13 item 5). The agent empties its folder,
+  // marker included, and the worker is killed. recover has the folder's record, but reads the
+  // missing marker as "cannot vouch" and leaves the folder: the next session at that path is
+  // refused (mount_path_exists) until an operator removes an empty folder. finalize() removes
+  // an empty folder whatever its marker (issue 13 bug 6: provably ours); recover does not.
+  it.fails(
+    'B5: recover removes an empty store folder it has the record of, so the restart is not refused',
+    failsWith(/B5/, replay({ seedRw: ['/a.md'] }, [new WipeFolder('rw', 'everything'), new Crash(), new Recover()])),
+  );
+
+  // B6, same runs. A file the store will never take (not UTF-8 here; over 100 KB alike) keeps the
+  // folder `left` (`unpushed`, reason "refused: ...") on every recover, faults or none: the path
+  // is refused to every later session until an operator removes the folder by hand. finalize()
+  // names such a file in `unpushed` and removes the folder.
+  it.fails(
+    'B6: recover does not strand a folder for a file the store refuses',
+    failsWith(/B6/, replay({}, [new AgentWrite('rw', '/d/c.md', 'binary'), new Crash(), new Recover()])),
   );
 });
 

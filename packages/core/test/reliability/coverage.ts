@@ -31,6 +31,8 @@ export const coverage = {
   crashes: 0,
   recoveries: 0,
   recoverRetries: 0,
+  /** Store-wins pulls made by a pass the kill cut short (its report lost with the worker). */
+  conflictsCutByKill: 0,
   foldersRecovered: 0,
   /** Folders still left after the retry (the operator removes them), and those left as unpushed. */
   foldersLeftByRecover: 0,

@@ -494,6 +494,32 @@ export class Oracle {
     store.pending.clear();
   }
 
+  /**
+   * The worker was killed during a pass, so the pass's report is lost with it. A pull it made
+   * before the kill may have replaced an agent write as the store-wins side of a real conflict
+   * (the report, or the warning logged right after the write, would have named it; a kill can
+   * fall between the two). Such a write is settled when the file now holds exactly the store's
+   * content at that path and that content came from the other writer. Anything else stays
+   * pending, for afterStep and recover to account for.
+   */
+  crashedDuringPass(trees: Map<StoreKey, Tree>): number {
+    let settled = 0;
+    for (const store of this.stores) {
+      const files = memoryFiles(trees.get(store.spec.key)!);
+      const remote = this.view.storeShas(store.spec.id);
+      for (const [path, write] of store.pending) {
+        const sha = files.get(path);
+        if (write.seq > this.#passStartSeq || sha === undefined || sha === write.sha) continue;
+        if (remote.get(path) === sha && store.remoteAuthored.get(path)?.has(sha)) {
+          store.pending.delete(path);
+          settled++;
+        }
+      }
+    }
+    this.#phase = 'idle';
+    return settled;
+  }
+
   /** A new worker is about to materialize: the dead session's model state goes. */
   beforeRestart(): void {
     for (const store of this.stores) {

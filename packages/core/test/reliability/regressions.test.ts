@@ -5,6 +5,7 @@ import {
   AgentRemoveDir,
   AgentEdit,
   Crash,
+  CrashDuringPass,
   AgentRenameDir,
   AgentRenameFile,
   AgentWrite,
@@ -117,6 +118,20 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
       new Reconcile(true),
       new WipeFolder('rw', 'everything'),
       new Finalize('completed'),
+    ]),
+  );
+
+  // seed 777001 path "92:0:0:0:0:0:1:0:1:1:1:8:7:11:13:13:12:7:8" (first fuzz with crashes): a pass
+  // pulls the store's side of a real conflict over the agent's file, and the kill comes before
+  // its report is returned. The write is lost to a store-wins conflict the dead worker could not
+  // report; the oracle took it for a silent loss.
+  it(
+    'a store-wins pull made by a pass the kill cuts short',
+    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/d/c.md'] }, [
+      new RemoteWrite('rw', '/a.md'),
+      new AgentWrite('rw', '/a.md'),
+      new AgentWrite('rw', '/d/c.md'),
+      new CrashDuringPass({ op: 'update', nth: 1, applied: false }),
     ]),
   );
 });

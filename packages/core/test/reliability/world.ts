@@ -410,7 +410,10 @@ export class Case implements RequestObserver {
         this.#crashAt = undefined;
         this.#interleaving = undefined;
       }
-      if (this.oracle.crashed) return;
+      if (this.oracle.crashed) {
+        coverage.conflictsCutByKill += this.oracle.crashedDuringPass(this.trees());
+        return;
+      }
       this.lastReport = report ?? this.lastReport;
       this.oracle.endReconcile(report, true, this.trees());
       this.kill();

@@ -478,9 +478,14 @@ export class Oracle {
     // Left with the faults over: a refused restart, unless the bound was too short to finish.
     const where = `R2: recover left ${entry.path} once the faults were over`;
     if (entry.left?.code === 'unpushed' && !timedOut) {
-      const refusedOnly = entry.unpushed.length > 0 && entry.unpushed.every((u) => u.reason.startsWith('refused'));
-      if (!refusedOnly) this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
-      else if (!this.tolerated('B6')) this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
+      const all = (re: RegExp) => entry.unpushed.length > 0 && entry.unpushed.every((u) => re.test(u.reason));
+      if (all(/^refused/)) {
+        if (!this.tolerated('B6')) this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
+      } else if (all(/folder wiped/)) {
+        if (!this.tolerated('B7')) this.violate(`${where}: it took the folder for a wiped one and pushed none of its new files: ${JSON.stringify(entry.unpushed)} (B7)`);
+      } else {
+        this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
+      }
     }
     if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0 && !this.tolerated('B5')) {
       this.violate(`${where}: an empty folder, left for its missing marker (B5)`);

@@ -8,4 +8,5 @@ export const workspaceAliases = {
   '@memory-mounter/core': here('./packages/core/src/index.ts'),
   '@memory-mounter/testing': here('./packages/testing/src/index.ts'),
   '@memory-mounter/anthropic': here('./packages/anthropic/src/index.ts'),
+  '@memory-mounter/cli': here('./packages/cli/src/main.ts'),
 };

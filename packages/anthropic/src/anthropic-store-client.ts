@@ -201,6 +201,9 @@ function toStoreMemory(memory: SdkMemory, withContent: boolean): StoreMemory {
     content_sha256: memory.content_sha256,
     content_size_bytes: memory.content_size_bytes,
   };
+  // Where the change feed starts after a listing, and which version it already holds.
+  if (typeof memory.updated_at === 'string') out.updated_at = memory.updated_at;
+  if (typeof memory.memory_version_id === 'string') out.memory_version_id = memory.memory_version_id;
   if (withContent) out.content = memory.content ?? null;
   return out;
 }

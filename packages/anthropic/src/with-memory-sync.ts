@@ -10,7 +10,7 @@ export interface WithMemorySyncOptions {
   writeTools?: readonly string[];
   /** The path a write tool targets, from its input. Default: `input.file_path`. */
   targetPath?: (toolName: string, input: unknown) => string | undefined;
-  /** Where a failed sync is reported. Default: the `debug` logger. */
+  /** Where a failed sync and every refused write are reported. Default: the `debug` logger. */
   logger?: Logger;
   /**
    * Where a path really lands on the disk the tools write, for the guard to check as well. The
@@ -47,8 +47,8 @@ export function withMemorySync<T extends BetaRunnableTool>(tools: readonly T[], 
         if (target !== undefined) {
           // Joined, never normalised: `link/..` is the parent of the link's target, not workdir.
           const written = target.startsWith('/') ? target : `${absolute(workdir)}/${target}`;
-          refuseIfGuarded(mounter, name!, written);
-          if (realPath) refuseIfGuarded(mounter, name!, await landing(realPath, name!, written));
+          refuseIfGuarded(mounter, name!, written, logger);
+          if (realPath) refuseIfGuarded(mounter, name!, await landing(realPath, name!, written, logger), logger);
         }
         return await tool.run(input, context);
       } finally {
@@ -61,21 +61,26 @@ export function withMemorySync<T extends BetaRunnableTool>(tools: readonly T[], 
   });
 }
 
-function refuseIfGuarded(mounter: MemoryMounter, toolName: string, hostPath: string): void {
+function refuseIfGuarded(mounter: MemoryMounter, toolName: string, hostPath: string, logger: Logger): void {
   try {
     mounter.checkWrite(hostPath);
   } catch (err) {
-    if (err instanceof MemoryWriteRefusedError) throw new ToolError(`${toolName}: refused: ${err.message}`);
+    if (err instanceof MemoryWriteRefusedError) {
+      // The agent reads the refusal as a tool error; the operator reads it here.
+      logger.warn('write tool refused', { tool: toolName, path: hostPath, reason: err.reason, error: err.message });
+      throw new ToolError(`${toolName}: refused: ${err.message}`);
+    }
     throw err;
   }
 }
 
 /** Where `path` lands by `realPath`; a resolver that fails refuses the write. */
-async function landing(realPath: (path: string) => Promise<string>, toolName: string, path: string): Promise<string> {
+async function landing(realPath: (path: string) => Promise<string>, toolName: string, path: string, logger: Logger): Promise<string> {
   try {
     return await realPath(path);
   } catch (err) {
     const why = errorCode(err) ?? (err instanceof Error ? err.message : String(err));
+    logger.warn('write tool refused', { tool: toolName, path, reason: 'unresolvable', error: why });
     throw new ToolError(`${toolName}: refused: ${path} cannot be resolved (${why}), so where it lands is unknown`);
   }
 }

@@ -83,6 +83,17 @@ export function changeFeedContract(context: () => FeedContext): void {
       ]);
     });
 
+    it("a listed memory names the version that holds it (memory_version_id) and that version's time (updated_at)", async () => {
+      const { client, storeId, clock } = ctx();
+      const memory = await create('/a.md', 'v1');
+      clock.advance(1_000);
+      await client.update(storeId, memory.id, { content: 'v2' });
+      const [listed] = await collect(client.list(storeId));
+      const latest = (await versions()).find((v) => v.content_sha256 === sha256Hex('v2'))!;
+      expect(listed!.memory_version_id).toBe(latest.id);
+      expect(Date.parse(listed!.updated_at!)).toBe(Date.parse(latest.created_at));
+    });
+
     it('records nothing for an update to nothing or a refused write', async () => {
       const { client, storeId } = ctx();
       const memory = await create('/a.md', 'same');

@@ -3,13 +3,15 @@ import { asStoreError, storeCall, StoreError } from './errors.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Action } from './plan.js';
+import type { RemoteChange } from './remote-feed.js';
 import type { StoreSyncReport } from './reports.js';
 import { sha256Hex } from './sha256.js';
-import type { StoreClient } from './store-client.js';
+import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
 import type { SyncState } from './sync-state.js';
 import type { Logger } from './types.js';
 import { decodeUtf8, encodeUtf8 } from './utf8.js';
+import { conflictCopyPath, type StoreEvents } from './events.js';
 
 /**
  * The executor: applies a plan through the two seams, with at most `concurrency` transfers in
@@ -29,10 +31,19 @@ export interface ApplyContext {
   /** Aborted when a time bound runs out: no new action starts, calls in flight are cancelled. */
   signal: AbortSignal;
   concurrency: number;
+  /** Where the events of this store go (`mounter.on`); absent: none are emitted. */
+  events?: StoreEvents;
+  /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
+  slots?: Semaphore;
+  /** Told what the store answered about a memory (a write's result, a fetch, a delete), so the remote view follows at once. */
+  onRemote?: (change: RemoteChange) => void;
 }
 
 export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): Promise<void> {
-  const slots = new Semaphore(ctx.concurrency);
+  const slots = ctx.slots ?? new Semaphore(ctx.concurrency);
+  let done = 0;
+  const total = actions.length;
+  if (total > 0) ctx.events?.progress(0, total);
   await Promise.all(
     actions.map((action) =>
       slots.runExclusive(async () => {
@@ -44,6 +55,8 @@ export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): 
           await applyAction(ctx, action);
         } catch (err) {
           recordFailure(ctx, action, err);
+        } finally {
+          ctx.events?.progress(++done, total);
         }
       }),
     ),
@@ -69,6 +82,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
     case 'refuse':
       ctx.state.refused.set(action.path, action.localSha);
       ctx.report.refused.push({ path: action.path, reason: action.reason });
+      if (action.firstTime) ctx.events?.refused({ path: action.path, reason: action.reason });
       if (action.firstTime) ctx.logger.warn(`not pushed: file ${action.reason}`, { path: action.path });
       return;
     case 'note_conflict':
@@ -82,6 +96,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
       const key = `keep:${action.path}:${action.localSha}`;
       if (action.warn && !ctx.state.warned.has(key)) {
         ctx.state.warned.add(key);
+        ctx.events?.refused({ path: action.path, reason: 'read-only store: local changes are never pushed' });
         ctx.logger.warn('memory deleted in a read-only store; the local file is kept and never pushed', { path: action.path });
       }
       return;
@@ -92,6 +107,7 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
 async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
   const { path } = action;
   const memory = await storeCall(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
+  ctx.onRemote?.({ kind: 'memory', memory });
   if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
   const content = memory.content;
   if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
@@ -107,6 +123,8 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
   if (!stillAsPlanned(now, action.expectLocal)) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced.
+  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(ctx, path, sha, now.sha, now.bytes);
 
   try {
     await ctx.folder.write(path, bytes);
@@ -117,6 +135,7 @@ async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>
   ctx.state.baseline.set(path, sha);
   ctx.state.refused.delete(path);
   ctx.report.pulled.push(path);
+  ctx.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
   if (action.reason === 'conflict') {
     ctx.report.conflicts.push(path);
     ctx.logger.warn('conflict: the file and the memory both changed; the store wins and the local edit is replaced', { path });
@@ -146,19 +165,21 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   if (content === null) return skip(ctx, path, 'is not UTF-8 text');
 
   const signal = ctx.signal;
+  let written: StoreMemory;
   try {
     if (action.memoryId !== undefined) {
       try {
-        await storeCall(
+        written = await storeCall(
           ctx.client.update(ctx.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha! }, { signal }),
         );
       } catch (err) {
         // Deleted in the store since the listing: the file is the only copy, so re-create it.
         if ((err as StoreError).kind !== 'not_found') throw err;
-        await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+        ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
+        written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
       }
     } else {
-      await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
+      written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
     }
   } catch (err) {
     const storeError = asStoreError(err);
@@ -166,6 +187,7 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
     if (storeError.kind === 'rejected') {
       ctx.state.refused.set(path, action.localSha);
       ctx.report.refused.push({ path, reason: `rejected by the store: ${storeError.message}` });
+      ctx.events?.refused({ path, reason: `rejected by the store: ${storeError.message}` });
       ctx.logger.warn('the store rejected this file; it is not sent again until it changes', { path, error: storeError.message });
       return;
     }
@@ -173,10 +195,35 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   }
   // The baseline takes the sha we sent: if the store normalised the content, its listing then
   // differs from the baseline and the next pass pulls the store's version.
+  ctx.onRemote?.({ kind: 'memory', memory: written });
   ctx.state.baseline.set(path, action.localSha);
   ctx.state.unknownWrites.delete(path);
   ctx.state.refused.delete(path);
   ctx.report.pushed.push(path);
+  ctx.events?.pushed({ path, sha: action.localSha });
+}
+
+/**
+ * The losing side of a conflict, before the store's version replaces it: with `conflictCopies`
+ * it is written beside the file (through the store folder, under a name that never syncs), and
+ * every `conflict` listener gets its bytes. A copy that cannot be written is logged; the pull
+ * goes on (the store wins either way, SPEC 4.2).
+ */
+async function handOverLoser(ctx: ApplyContext, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<void> {
+  const events = ctx.events;
+  if (!events) return;
+  let copyPath: string | null = null;
+  if (events.conflictCopies) {
+    const copy = conflictCopyPath(path, Date.now());
+    try {
+      await ctx.folder.write(copy, bytes);
+      copyPath = events.hostPath(copy);
+      ctx.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
+    } catch (err) {
+      ctx.logger.warn('conflict copy could not be written', { path, copy, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
 }
 
 async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'delete_local' }>): Promise<void> {
@@ -191,6 +238,7 @@ async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'd
   }
   ctx.state.baseline.delete(action.path);
   ctx.report.deletedLocal.push(action.path);
+  ctx.events?.deleted({ path: action.path, side: 'local' });
 }
 
 async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: 'delete_remote' }>): Promise<void> {
@@ -221,9 +269,11 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     // is kept there and the next pass restores it to disk.
     if ((err as StoreError).kind !== 'not_found') throw err;
   }
+  ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
   ctx.state.baseline.delete(path);
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);
+  ctx.events?.deleted({ path, side: 'remote' });
   ctx.logger.info('deleted in the store: the file was deleted locally', { path });
 }
 

@@ -1,5 +1,12 @@
 import { asStoreError, StoreError } from './errors.js';
-import type { StoreClient, StoreMemory } from './store-client.js';
+import type {
+  StoreClient,
+  StoreFolderEntry,
+  StoreListFolderOptions,
+  StoreListVersionsOptions,
+  StoreMemory,
+  StoreMemoryVersion,
+} from './store-client.js';
 import type { Logger } from './types.js';
 
 /**
@@ -16,7 +23,8 @@ import type { Logger } from './types.js';
  * Retried: an `unavailable` failure (a timeout included) is tried again, with exponential backoff
  * and full jitter, until the caller's signal aborts (the pass deadline), but only where a repeat
  * is safe: a listing (restarted from scratch; memories are yielded once the whole listing is in,
- * so none is seen twice), `get`, and `update` and `delete` guarded by `expected_content_sha256`.
+ * so none is seen twice; the same for `listVersions` and `listFolder`), `get`, and `update` and
+ * `delete` guarded by `expected_content_sha256`.
  * `create` and an unguarded `update` are tried once: the engine settles a write of unknown
  * outcome itself, at the next listing. A call without a signal has no deadline and is tried once.
  * Only failures the client itself reports as `unavailable` are retried; anything else it throws
@@ -36,7 +44,7 @@ export interface BoundedStoreClientOptions {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';
+type Operation = 'list' | 'listVersions' | 'listFolder' | 'get' | 'create' | 'update' | 'delete';
 
 const DEFAULT_BASE_DELAY_MS = 100;
 const DEFAULT_MAX_DELAY_MS = 3_000;
@@ -60,16 +68,42 @@ export class BoundedStoreClient implements StoreClient {
     this.#sleep = options.sleep ?? abortableSleep;
   }
 
+  /**
+   * Present exactly when the host's client has it (looked up at each use, like every method
+   * here): its absence is what tells the engine to list in full.
+   */
+  get listVersions(): ((storeId: string, opts?: StoreListVersionsOptions) => AsyncIterable<StoreMemoryVersion>) | undefined {
+    if (!this.#inner.listVersions) return undefined;
+    return (storeId, opts = {}) =>
+      this.#listing('listVersions', storeId, opts.signal, (signal) => this.#inner.listVersions!(storeId, { ...opts, signal }));
+  }
+
+  /** Present exactly when the host's client has it; without it the engine downloads with one `list`. */
+  get listFolder(): ((storeId: string, opts?: StoreListFolderOptions) => AsyncIterable<StoreFolderEntry>) | undefined {
+    if (!this.#inner.listFolder) return undefined;
+    return (storeId, opts = {}) =>
+      this.#listing('listFolder', storeId, opts.signal, (signal) => this.#inner.listFolder!(storeId, { ...opts, signal }));
+  }
+
   async *list(
     storeId: string,
     opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
   ): AsyncIterable<StoreMemory> {
     const { signal, ...rest } = opts;
-    const memories = await this.#retrying('list', storeId, signal, true, (attempt) => {
-      const iterator = this.#inner.list(storeId, { ...rest, signal: attempt.signal })[Symbol.asyncIterator]();
-      return collect(iterator, attempt);
-    });
-    yield* memories;
+    yield* this.#listing('list', storeId, signal, (attemptSignal) => this.#inner.list(storeId, { ...rest, signal: attemptSignal }));
+  }
+
+  /** A listing of any kind: each attempt walks every page afresh; the items are yielded once one walk is whole. */
+  async *#listing<T>(
+    operation: Operation,
+    storeId: string,
+    deadline: AbortSignal | undefined,
+    start: (signal: AbortSignal) => AsyncIterable<T>,
+  ): AsyncIterable<T> {
+    const items = await this.#retrying(operation, storeId, deadline, true, (attempt) =>
+      collect(start(attempt.signal)[Symbol.asyncIterator](), attempt),
+    );
+    yield* items;
   }
 
   get(storeId: string, memoryId: string, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
@@ -210,8 +244,8 @@ class Attempt {
 }
 
 /** Every memory of one listing attempt; each step must come within the attempt's timeout. */
-async function collect(iterator: AsyncIterator<StoreMemory>, attempt: Attempt): Promise<StoreMemory[]> {
-  const out: StoreMemory[] = [];
+async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt): Promise<T[]> {
+  const out: T[] = [];
   try {
     for (;;) {
       const step = await attempt.guard(() => iterator.next());

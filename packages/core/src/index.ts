@@ -2,6 +2,9 @@ export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
 export { debugLogger } from './logger.js';
+export { MounterEventEmitter, conflictCopyPath } from './events.js';
+export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent } from './events.js';
+export type { StoreStatus } from './status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem } from './file-system.js';
 export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
@@ -45,7 +48,7 @@ export {
 } from './state-record.js';
 export * from './limits.js';
 export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
-export { tempFileName, isTempFileName } from './temp-files.js';
+export { tempFileName, isTempFileName, isConflictCopyName, isUnsyncedName } from './temp-files.js';
 export { sha256Hex } from './sha256.js';
 // The engine's pure parts, for hosts that build their own loop and for tests.
 export { planStore, classify, deleteCap, settleUnknownWrites } from './plan.js';

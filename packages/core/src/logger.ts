@@ -1,16 +1,28 @@
 import createDebug from 'debug';
 import type { Logger } from './types.js';
 
+/** The library's own namespace: `DEBUG=memory-mounter:*` shows its lines. */
+export const LIBRARY_NAMESPACE = 'memory-mounter';
+
 /**
  * The default logger: the `debug` package, one namespace per level (`memory-mounter:warn`, ...),
  * so `DEBUG=memory-mounter:*` shows everything and `DEBUG=memory-mounter:warn,memory-mounter:error`
  * only what needs attention. Fields are appended as JSON so a line can be grepped by store or path.
+ *
+ * A host's namespace (`debugLogger('my-worker')`) adds its own: each line goes to
+ * `my-worker:<level>` when that is enabled, else to `memory-mounter:<level>` when that is, so
+ * `DEBUG=my-worker:*` and `DEBUG=memory-mounter:*` both show every line that logger is given
+ * (the library's and the host's own), and with both enabled each line is printed once, under the
+ * host's namespace. Without the fallback a host's logger would silence the namespace every doc
+ * tells operators to set.
  */
-export function debugLogger(namespace = 'memory-mounter'): Logger {
+export function debugLogger(namespace = LIBRARY_NAMESPACE): Logger {
   const channel = (level: string) => {
-    const d = createDebug(`${namespace}:${level}`);
+    const own = createDebug(`${namespace}:${level}`);
+    const library = namespace === LIBRARY_NAMESPACE ? null : createDebug(`${LIBRARY_NAMESPACE}:${level}`);
     return (msg: string, fields?: Record<string, unknown>) => {
-      if (d.enabled) d(fields ? `${msg} ${JSON.stringify(fields)}` : msg);
+      const d = own.enabled ? own : library?.enabled ? library : null;
+      if (d) d(fields ? `${msg} ${JSON.stringify(fields)}` : msg);
     };
   };
   return { debug: channel('debug'), info: channel('info'), warn: channel('warn'), error: channel('error') };

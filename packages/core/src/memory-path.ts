@@ -1,5 +1,5 @@
 import { MARKER_FILE, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
-import { isTempFileName } from './temp-files.js';
+import { isConflictCopyName, isTempFileName } from './temp-files.js';
 
 /**
  * Rules for memory paths, the wire form `/a/b.md`. Two layers:
@@ -40,6 +40,7 @@ export function mountablePathProblem(path: string): string | null {
   if (path === `/${MARKER_FILE}`) return 'names the store marker';
   const base = path.slice(path.lastIndexOf('/') + 1);
   if (isTempFileName(base)) return 'looks like a temp file of an atomic write';
+  if (isConflictCopyName(base)) return 'looks like a conflict copy (<name>.conflict-<timestamp>.<ext>), which never syncs';
   return null;
 }
 

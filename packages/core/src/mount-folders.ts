@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { MemoryMountError } from './errors.js';
-import { errorCode, type FileSystem } from './file-system.js';
-import { MOUNT_PREFIX } from './limits.js';
+import { errorCode, type DirHandle, type FileSystem } from './file-system.js';
+import { MARKER_FILE, MOUNT_PREFIX } from './limits.js';
 import { writeMarker } from './marker.js';
 import { StoreFolder } from './store-folder.js';
 import type { MountedStore } from './types.js';
@@ -45,9 +45,14 @@ export async function checkMemoryRoot(fs: FileSystem, memoryRoot: string): Promi
 /**
  * Creates the store's folder (and any folder between memoryRoot and it), mode 0700, with its
  * marker, and returns it opened. The store folder itself is made with a non-recursive mkdir: if
- * two sessions race for one path, exactly one wins and the other gets `mount_path_exists`. It is
- * then opened without following links and checked to be empty, so what the engine holds is the
- * folder it made, not something swapped in after the mkdir.
+ * two sessions race for one path, exactly one wins and the other gets `mount_path_exists`.
+ *
+ * Every folder on the way is opened without following links from its parent's handle, starting
+ * at memoryRoot, and each mkdir is relative to its parent's handle: a folder on the way that is
+ * (or becomes) a link is refused, never walked through. A folder on the way that holds a store
+ * marker is another store's folder, whose agent owns its contents: nothing is mounted inside it.
+ * The store folder is opened right after its mkdir and checked to be empty, so what the engine
+ * holds is the folder it made.
  * Every folder created is appended to `created` as soon as it exists, so a failure part-way
  * still lets the caller clean up.
  */
@@ -57,47 +62,58 @@ export async function createStoreFolder(
   store: MountedStore,
   created: CreatedFolder[],
 ): Promise<StoreFolder> {
-  const relative = posix.relative(memoryRoot, store.path).split('/');
-  let dir = memoryRoot;
-  for (const segment of relative.slice(0, -1)) {
-    dir = posix.join(dir, segment);
-    const stat = await fs.lstat(dir);
-    if (stat?.type === 'directory') continue;
-    if (stat) {
-      throw new MemoryMountError('mount_path_invalid', `store ${store.memoryStoreId}: ${dir} is a ${stat.type}, not a folder`, {
-        memoryStoreId: store.memoryStoreId,
-        path: dir,
-      });
+  const refuse = (code: 'mount_path_invalid' | 'mount_path_exists', path: string, why: string, cause?: unknown) =>
+    new MemoryMountError(code, `store ${store.memoryStoreId}: ${path} ${why}`, { memoryStoreId: store.memoryStoreId, path, cause });
+  const segments = posix.relative(memoryRoot, store.path).split('/');
+  const opened: DirHandle[] = [];
+  try {
+    let parent = await fs.openDir(memoryRoot);
+    opened.push(parent);
+    let dir = memoryRoot;
+    for (const segment of segments.slice(0, -1)) {
+      dir = posix.join(dir, segment);
+      let child: DirHandle;
+      try {
+        child = await fs.openDir(`${parent.path}/${segment}`);
+      } catch (err) {
+        if (errorCode(err) === 'ELOOP' || errorCode(err) === 'ENOTDIR') throw refuse('mount_path_invalid', dir, 'is not a folder (a link or a file)', err);
+        if (errorCode(err) !== 'ENOENT') throw err;
+        await mkdirOwned(fs, `${parent.path}/${segment}`, dir, store);
+        created.push({ path: dir });
+        child = await fs.openDir(`${parent.path}/${segment}`).catch((e: unknown) => {
+          throw refuse('mount_path_exists', dir, 'changed right after it was created', e);
+        });
+      }
+      opened.push(child);
+      if ((await fs.lstat(`${child.path}/${MARKER_FILE}`)) !== null) {
+        throw refuse('mount_path_exists', dir, "is another store's folder (it holds a store marker): no store is mounted inside one");
+      }
+      parent = child;
     }
-    await mkdirOwned(fs, dir, store);
-    created.push({ path: dir });
-  }
-  await mkdirOwned(fs, store.path, store);
-  const entry: CreatedFolder = { path: store.path, store };
-  created.push(entry);
-  const folder = await StoreFolder.open(fs, store.path).catch((err: unknown) => {
-    throw new MemoryMountError('mount_path_exists', `store ${store.memoryStoreId}: ${store.path} changed right after it was created`, {
-      memoryStoreId: store.memoryStoreId,
-      path: store.path,
-      cause: err,
+    const leaf = `${parent.path}/${segments.at(-1)!}`;
+    await mkdirOwned(fs, leaf, store.path, store);
+    const entry: CreatedFolder = { path: store.path, store };
+    created.push(entry);
+    const folder = await StoreFolder.open(fs, store.path, leaf).catch((err: unknown) => {
+      throw refuse('mount_path_exists', store.path, 'changed right after it was created', err);
     });
-  });
-  if ((await folder.topLevelNames()).length > 0) {
-    // Someone else's entries: this folder is never emptied by us (it is removed only if empty).
-    await folder.close();
-    throw new MemoryMountError('mount_path_exists', `store ${store.memoryStoreId}: ${store.path} is not the empty folder just created`, {
-      memoryStoreId: store.memoryStoreId,
-      path: store.path,
-    });
+    if ((await folder.topLevelNames()).length > 0) {
+      // Someone else's entries: this folder is never emptied by us (it is removed only if empty).
+      await folder.close();
+      throw refuse('mount_path_exists', store.path, 'is not the empty folder just created');
+    }
+    entry.folder = folder;
+    await writeMarker(folder, store.memoryStoreId);
+    return folder;
+  } finally {
+    for (const handle of opened.reverse()) await handle.close();
   }
-  entry.folder = folder;
-  await writeMarker(folder, store.memoryStoreId);
-  return folder;
 }
 
-async function mkdirOwned(fs: FileSystem, path: string, store: MountedStore): Promise<void> {
+/** mkdir of `target` (a handle-relative path) for the folder the operator knows as `path`. */
+async function mkdirOwned(fs: FileSystem, target: string, path: string, store: MountedStore): Promise<void> {
   try {
-    await fs.mkdir(path, { mode: 0o700 });
+    await fs.mkdir(target, { mode: 0o700 });
   } catch (err) {
     const code = errorCode(err);
     const details = { memoryStoreId: store.memoryStoreId, path, cause: err };

@@ -1,4 +1,6 @@
+import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
+import { Semaphore } from 'async-mutex';
 import { BoundedStoreClient } from './bounded-store-client.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
@@ -18,9 +20,10 @@ import { unpushedChanges } from './unpushed.js';
 import { beginRecord, checkStateDir, type MountRecord } from './state-recorder.js';
 import { recoverStores, type RecoverOptions } from './recover.js';
 import type { RecoveryReport } from './reports.js';
+import { MounterEventEmitter, type StoreEvents } from './events.js';
+import { pendingLocalChanges, type StoreStatus } from './status.js';
+import type { Logger } from './types.js';
 
-/** Transfers in flight per store within one pass. */
-const TRANSFERS_PER_STORE = 8;
 /** After a time bound aborts a pass, how long its calls get to wind down before being left. */
 const ABORT_SETTLE_MS = 1_000;
 
@@ -37,11 +40,13 @@ const ABORT_SETTLE_MS = 1_000;
  * retries within the pass); each reconcile pass and materialize's download get a signal that
  * aborts at `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
  */
-export class MemoryMounter {
+export class MemoryMounter extends MounterEventEmitter {
   readonly #options: ResolvedOptions;
   readonly #fs: FileSystem;
   /** The host's StoreClient, bounded by `requestTimeout` and retrying where that is safe. */
   readonly #client: StoreClient;
+  /** The session's transfers in flight, all stores together (`transferConcurrency`). */
+  readonly #transfers: Semaphore;
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
@@ -53,8 +58,13 @@ export class MemoryMounter {
   #inFlight: AbortController | null = null;
   /** Crash-recovery records by store folder host path; empty without `stateDir`. */
   readonly #records = new Map<string, MountRecord>();
+  /** Which lifecycle call `progress` events belong to; null during reconcile (none are sent). */
+  #progressPhase: 'materialize' | 'finalize' | null = null;
+  /** The last pass of each store (by host path), for status(). */
+  readonly #last = new Map<string, { at: number; outcome: StoreStatus['lastOutcome']; reason?: string; pendingDeletions: string[]; pulled: string[] }>();
 
   constructor(options: MemoryMounterOptions) {
+    super();
     this.#options = resolveOptions(options);
     // Built here, not on first use, so a platform without O_NOFOLLOW fails at construction.
     this.#fs = this.#options.fileSystem ?? new NodeFileSystem();
@@ -62,6 +72,7 @@ export class MemoryMounter {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
     });
+    this.#transfers = new Semaphore(this.#options.transferConcurrency);
   }
 
   /**
@@ -74,6 +85,67 @@ export class MemoryMounter {
    * (default 30 s), like `finalize()`. Throws only MemoryConfigError (bad options, or a
    * `stateDir` that exists but is not a readable directory); never for store or sync problems.
    */
+  protected override eventLogger(): Logger {
+    return this.#options.logger;
+  }
+
+  /**
+   * `await using mounter = new MemoryMounter(...)`: when the scope ends, a mounter not yet
+   * finalized is finalized with `outcome: 'aborted'` (a push-only flush, then its folders are
+   * removed). One already finalized, or finalizing, is left as it is. Finalize `completed`
+   * explicitly at a clean end: disposal cannot tell a clean end from an error.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#phase === 'finalizing' || this.#phase === 'finalized') return;
+    await this.finalize({ outcome: 'aborted' });
+  }
+
+  /**
+   * Each mounted store now: its last pass (time, outcome), when the next unforced `reconcile()`
+   * runs, how many local changes are waiting to be pushed (as the last scan saw them), the
+   * deletions not sent yet, and whether the folder is distrusted. No I/O. Empty before
+   * materialize and after finalize.
+   */
+  status(): StoreStatus[] {
+    const next = this.#phase === 'mounted' ? this.#lastSyncAt + this.#options.syncIntervalMs : null;
+    return this.#stores.map((store) => {
+      const last = this.#last.get(store.mount.path);
+      const { memoryStoreId, name, path, access } = store.mount;
+      return {
+        memoryStoreId,
+        name,
+        path,
+        access,
+        lastPassAt: last?.at ?? null,
+        lastOutcome: last?.outcome ?? null,
+        ...(last?.reason !== undefined && { lastReason: last.reason }),
+        nextPassDueAt: next,
+        pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
+        pendingDeletions: [...(last?.pendingDeletions ?? [])],
+        distrusted: store.state.distrusted,
+      };
+    });
+  }
+
+  /** The events channel of one store: fills in the store and host path, forwards to the listeners. */
+  private storeEvents(mount: MountedStore): StoreEvents {
+    const memoryStoreId = mount.memoryStoreId;
+    const hostPath = (path: string) => `${mount.path}${path}`;
+    const at = (path: string) => ({ memoryStoreId, path, hostPath: hostPath(path) });
+    return {
+      conflictCopies: this.#options.conflictCopies,
+      hostPath,
+      conflict: (e) => this.emit('conflict', { ...at(e.path), ...e }),
+      pulled: (e) => this.emit('pulled', { ...at(e.path), ...e }),
+      pushed: (e) => this.emit('pushed', { ...at(e.path), ...e }),
+      deleted: (e) => this.emit('deleted', { ...at(e.path), ...e }),
+      refused: (e) => this.emit('refused', { ...at(e.path), ...e }),
+      progress: (done, total) => {
+        if (this.#progressPhase) this.emit('progress', { phase: this.#progressPhase, memoryStoreId, done, total });
+      },
+    };
+  }
+
   static recover(options: RecoverOptions): Promise<RecoveryReport> {
     return recoverStores(options);
   }
@@ -98,7 +170,7 @@ export class MemoryMounter {
    * every folder this call created is removed before the error is thrown.
    */
   // Generic so that inline literals with each resource type's own fields type-check.
-  async materialize<R extends { type: string }>(resources: readonly R[]): Promise<MountedStore[]> {
+  async materialize<R extends { type: string }>(resources: readonly R[], opts: { signal?: AbortSignal } = {}): Promise<MountedStore[]> {
     if (this.#phase !== 'new') {
       throw new MemoryLifecycleError(
         this.#phase === 'finalized' || this.#phase === 'finalizing' ? 'finalized' : 'already_materialized',
@@ -108,11 +180,16 @@ export class MemoryMounter {
     // Set before the first await, so a finalize arriving at any moment of materialize stops it.
     const stop = new AbortController();
     this.#inFlight = stop;
+    // The caller's signal stops the download like finalize does: all or nothing, download_failed.
+    const unlink = linkSignal(opts.signal, stop);
+    this.#progressPhase = 'materialize';
     const run = this.mountAll(resources, stop);
     this.#materializing = run;
     try {
       return await run;
     } finally {
+      unlink();
+      if (this.#progressPhase === 'materialize') this.#progressPhase = null;
       this.#materializing = null;
       this.#inFlight = null;
     }
@@ -139,9 +216,15 @@ export class MemoryMounter {
             client: record ? record.client(this.#client) : this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
-            concurrency: TRANSFERS_PER_STORE,
+            concurrency: this.#options.transferConcurrency,
+            pool: this.#transfers,
+            listing: { everyPasses: this.#options.fullListingEvery, everyMs: this.#options.fullListingIntervalMs },
+            // A feed read that fails for as long as one request may take gives way to a full listing.
+            feedBudgetMs: this.#options.requestTimeoutMs,
+            now: this.#options.now,
             // Folders it makes again were recorded at materialize, so finalize still removes them.
             recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
+            events: this.storeEvents(mount),
           }),
         );
         if (record) record.state = stores.at(-1)!.state;
@@ -176,6 +259,7 @@ export class MemoryMounter {
       const cleanup = { removed: [] as string[], leftInPlace: [] as FinalizeReport['leftInPlace'] };
       await this.removeFolders(created, cleanup, false, stores);
       await this.dropRecords(created, cleanup.leftInPlace);
+      await closeFolders(stores, created);
       throw err;
     }
     this.#stores = stores;
@@ -183,6 +267,7 @@ export class MemoryMounter {
     // A finalize that arrived meanwhile keeps its phase: reconcile stays refused.
     if (this.#phase === 'materializing') this.#phase = 'mounted';
     this.#lastSyncAt = this.#options.now();
+    for (const store of stores) this.#last.set(store.mount.path, { at: this.#lastSyncAt, outcome: 'downloaded', pendingDeletions: [], pulled: [] });
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
@@ -194,24 +279,30 @@ export class MemoryMounter {
    * Returns `null` when skipped. Never throws for store, network or file problems: they are in
    * the report and the log.
    */
-  reconcile(opts: { force?: boolean } = {}): Promise<SyncReport | null> {
+  reconcile(opts: { force?: boolean; signal?: AbortSignal } = {}): Promise<SyncReport | null> {
+    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
     if (this.#phase === 'finalizing' || this.#phase === 'finalized') {
       return Promise.reject(new MemoryLifecycleError('finalized', 'reconcile() after finalize()'));
     }
     if (this.#phase !== 'mounted') {
       return Promise.reject(new MemoryLifecycleError('not_materialized', 'reconcile() before materialize() finished'));
     }
-    if (this.#running) return this.#running;
+    // A pass already running is shared: the signal ends this call's wait, not the others' pass.
+    if (this.#running) return opts.signal ? raceSignal(this.#running, opts.signal) : this.#running;
     const started = this.#options.now();
     if (!opts.force && started - this.#lastSyncAt < this.#options.syncIntervalMs) return Promise.resolve(null);
     this.#lastSyncAt = started;
     const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs);
+    // A pass this call started is cut off by its signal as by the time bound: the call resolves
+    // promptly with the report of what was done.
+    const unlink = linkSignal(opts.signal, bound.controller);
     this.#inFlight = bound.controller;
     const run = this.syncAll(
       { now: started, graceMs: this.#options.deleteGraceMs, settleMs: this.#options.newFileSettleMs, pushOnly: false, signal: bound.signal },
       opts.force === true,
     );
     this.#running = run.finally(() => {
+      unlink();
       bound.clear();
       this.#inFlight = null;
       this.#running = null;
@@ -226,7 +317,7 @@ export class MemoryMounter {
    * mounter created are removed, unless their marker check fails. Resolves within
    * `finalSyncTimeout` + about 1 s of wind-down, plus the folder removal.
    */
-  async finalize(opts: { outcome?: 'completed' | 'aborted' } = {}): Promise<FinalizeReport> {
+  async finalize(opts: { outcome?: 'completed' | 'aborted'; signal?: AbortSignal } = {}): Promise<FinalizeReport> {
     const outcome = opts.outcome ?? 'completed';
     if (outcome !== 'completed' && outcome !== 'aborted') {
       throw new TypeError(`finalize outcome must be 'completed' or 'aborted'; got ${JSON.stringify(outcome)}`);
@@ -237,6 +328,11 @@ export class MemoryMounter {
     this.#phase = 'finalizing';
     // One deadline for everything below, from this call.
     const deadline = timeBound('finalSyncTimeout', this.#options.finalSyncTimeoutMs);
+    // The caller's signal cuts finalize short as the deadline does: the pass running stops, the
+    // ones not started are skipped, and finalize goes on to remove the folders (what was not
+    // pushed is named in `unpushed`, and kept with keepUnpushed).
+    const unlink = linkSignal(opts.signal, deadline.controller, 'finalize() signal aborted');
+    this.#progressPhase = 'finalize';
     const report: FinalizeReport = {
       outcome,
       sync: null,
@@ -254,7 +350,9 @@ export class MemoryMounter {
       await untilAborted(stopping, deadline.signal);
       if (this.#stores.length > 0) await this.finalStages(outcome, report, deadline.signal);
     } finally {
+      unlink();
       deadline.clear();
+      this.#progressPhase = null;
       this.#phase = 'finalized';
     }
     for (const { mount } of this.#stores) {
@@ -269,6 +367,7 @@ export class MemoryMounter {
       });
     }
     // The folders are gone (or no longer ours to write): nothing is mounted any more.
+    await closeFolders(this.#stores, this.#created);
     this.#stores = [];
     return report;
   }
@@ -311,13 +410,16 @@ export class MemoryMounter {
 
   private async finalStages(outcome: 'completed' | 'aborted', report: FinalizeReport, deadline: AbortSignal): Promise<void> {
     // Both final passes waive the grace period and share the deadline: once it has passed, a pass
-    // starts nothing and is reported cut off at once, so the two never add up past it.
-    const finalPass = (pushOnly: boolean) => this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline }, true);
+    // starts nothing and is reported cut off at once, so the two never add up past it. The final
+    // sync always lists each store in full; the flush after it reuses what that listing (and the
+    // sync's own writes) taught, so a finalize reads each store once.
+    const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
+      this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote }, true);
     if (outcome === 'completed') {
-      report.sync = await finalPass(false);
+      report.sync = await finalPass(false, 'full');
       report.timedOut.sync = deadline.aborted;
     }
-    report.flush = await finalPass(true);
+    report.flush = await finalPass(true, outcome === 'completed' ? 'reuse' : 'auto');
     report.timedOut.flush = deadline.aborted;
     for (const s of report.flush.stores) {
       const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
@@ -419,6 +521,15 @@ export class MemoryMounter {
     const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
     await this.recordAll();
     const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
+    for (const s of stores) {
+      this.#last.set(s.path, {
+        at: report.finishedAt,
+        outcome: s.status,
+        ...(s.reason !== undefined && { reason: s.reason }),
+        pendingDeletions: [...s.pendingDeletions],
+        pulled: [...s.pulled],
+      });
+    }
     logSummary(this.#options.logger, report);
     if (pass.signal.aborted) warnCutOff(this.#options.logger, report, pass.signal.reason);
     return report;
@@ -454,6 +565,12 @@ export class MemoryMounter {
       }
     }
   }
+}
+
+/** Lets go of every folder handle a mounter holds (closing is idempotent; a removed folder's is closed already). */
+async function closeFolders(stores: readonly StoreSync[], created: readonly CreatedFolder[]): Promise<void> {
+  for (const store of stores) await store.folder.close().catch(() => {});
+  for (const entry of created) await entry.folder?.close().catch(() => {});
 }
 
 /**
@@ -514,8 +631,35 @@ function timeBound(
   ms: number,
   controller = new AbortController(),
 ): { controller: AbortController; signal: AbortSignal; clear: () => void } {
+  // Every store call in flight listens to its deadline (each removes its listener when done):
+  // with a pool of transfers and several stores, far more than Node's default 10 is normal.
+  setMaxListeners(0, controller.signal);
   const timer = setTimeout(() => controller.abort(new Error(`${option} (${ms / 1000} s) ran out`)), ms);
   return { controller, signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * Aborts `controller` when `signal` does (at once if it already has). Returns the unlink, to
+ * call when the work is over so a long-lived signal does not hold the controller.
+ */
+function linkSignal(signal: AbortSignal | undefined, controller: AbortController, message?: string): () => void {
+  if (!signal) return () => undefined;
+  const abort = () => controller.abort(message ? new Error(message, { cause: signal.reason }) : signal.reason);
+  if (signal.aborted) {
+    abort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', abort, { once: true });
+  return () => signal.removeEventListener('abort', abort);
+}
+
+/** `work`, or a rejection with the signal's reason as soon as it aborts. */
+function raceSignal<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Waits for `work`, or until `signal` aborts, whichever comes first. */

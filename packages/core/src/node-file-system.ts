@@ -1,4 +1,5 @@
-import { closeSync, constants as fsConstants, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { close, closeSync, constants as fsConstants, fstat, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
+import { promisify } from 'node:util';
 import { lstat as lstatPath, open as openPath, readdir as readdirPath, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
@@ -20,8 +21,17 @@ export type OpenFlagConstants = Omit<typeof fsConstants, 'O_NOFOLLOW' | 'O_NONBL
 const DEFAULT_FILE_MODE = 0o600;
 const DEFAULT_DIR_MODE = 0o700;
 
+const openFd = promisify(open) as (path: string, flags: number) => Promise<number>;
+const fstatFd = promisify(fstat) as (fd: number) => Promise<Stats>;
+const closeFd = promisify(close);
+
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
+/**
+ * Linux's O_PATH (not in Node's constants): a descriptor that names an inode without opening
+ * it. Used only with pinned handles, which exist only where /proc/self/fd does (Linux).
+ */
+const O_PATH = 0o10000000;
 
 /**
  * The FileSystem on the host's real POSIX disk. Every open carries `O_NOFOLLOW`, so a symlink an
@@ -39,6 +49,7 @@ export class NodeFileSystem implements FileSystem {
   readonly #readFlags: number;
   readonly #createTempFlags: number;
   readonly #dirFlags: number;
+  readonly #noFollow: number;
   readonly #pinned: boolean;
 
   /**
@@ -56,9 +67,11 @@ export class NodeFileSystem implements FileSystem {
       );
     }
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
-    this.#readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+    // O_NOCTTY: a terminal device opened here must never become the worker's controlling tty.
+    this.#readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_NOCTTY ?? 0);
     // O_EXCL: the temp name is fresh, so anything already there is someone else's and not ours.
     this.#createTempFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+    this.#noFollow = O_NOFOLLOW;
     this.#dirFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_DIRECTORY ?? 0);
     this.#pinned = opts.pinDirectories ?? canNameDescriptors(this.#dirFlags);
   }
@@ -90,32 +103,64 @@ export class NodeFileSystem implements FileSystem {
     if (!this.#pinned) return unpinnedDirHandle(this, path);
     // O_NOFOLLOW|O_DIRECTORY refuses a link and anything but a folder, both as ENOTDIR on Linux;
     // the lstat after the refusal only names which it was (ELOOP for a link).
-    const handle = await openPath(path, this.#dirFlags).catch(async (err: unknown) => {
+    // A plain descriptor, not a FileHandle: a handle is held across passes and closed by its
+    // owner; Node would otherwise close (and warn about) one the host never finalized at GC.
+    const fd = await openFd(path, this.#dirFlags).catch(async (err: unknown) => {
       if (errorCode(err) === 'ENOTDIR' && (await this.lstat(path))?.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
       throw err;
     });
     try {
-      const stat = await handle.stat();
+      const stat = await fstatFd(fd);
+      let closed = false;
       return {
-        path: `${FD_DIR}/${handle.fd}`,
+        path: `${FD_DIR}/${fd}`,
         pinned: true,
         dev: stat.dev,
         ino: stat.ino,
-        close: () => handle.close(),
+        close: async () => {
+          // Once only: the number may belong to another open by the time of a second close.
+          if (closed) return;
+          closed = true;
+          await closeFd(fd);
+        },
       };
     } catch (err) {
-      await handle.close();
+      await closeFd(fd);
       throw err;
     }
   }
 
   async openFile(path: string): Promise<OpenFile> {
+    if (this.#pinned) return this.#openFileByPath(path);
     const handle = await openPath(path, this.#readFlags);
     try {
       return { stat: fileStat(await handle.stat()), read: (maxBytes) => readUpTo(handle, maxBytes), close: () => handle.close() };
     } catch (err) {
       await handle.close();
       throw err;
+    }
+  }
+
+  /**
+   * Linux: the entry is first opened with O_PATH, which reaches the inode without calling any
+   * driver's open() (a device node the agent planted is never opened: some drivers act on open,
+   * a watchdog reboots the host on the close that follows). Only a regular file is then opened
+   * for reading, through `/proc/self/fd/<n>`: the very inode that was checked, not its name again.
+   */
+  async #openFileByPath(path: string): Promise<OpenFile> {
+    const probe = await openPath(path, O_PATH | this.#readFlags);
+    try {
+      const stat = fileStat(await probe.stat());
+      // O_PATH|O_NOFOLLOW opens a link itself rather than failing: refuse it as open(2) would.
+      if (stat.type === 'symlink') throw fsError('ELOOP', 'open', path, 'is a symlink');
+      if (stat.type !== 'file') {
+        return { stat, read: async () => Promise.reject(fsError('EINVAL', 'read', path, 'not a regular file')), close: async () => {} };
+      }
+      // The descriptor's name is the kernel's link to the inode: followed, on purpose (no O_NOFOLLOW).
+      const handle = await openPath(`${FD_DIR}/${probe.fd}`, this.#readFlags & ~this.#noFollow);
+      return { stat, read: (maxBytes) => readUpTo(handle, maxBytes), close: () => handle.close() };
+    } finally {
+      await probe.close();
     }
   }
 

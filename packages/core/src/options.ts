@@ -3,6 +3,9 @@ import { MemoryConfigError } from './errors.js';
 import type { FileSystem } from './file-system.js';
 import {
   DEFAULT_DELETE_GRACE_S,
+  DEFAULT_FULL_LISTING_EVERY,
+  DEFAULT_FULL_LISTING_INTERVAL_S,
+  DEFAULT_TRANSFER_CONCURRENCY,
   DEFAULT_NEW_FILE_SETTLE_S,
   DEFAULT_FINAL_SYNC_TIMEOUT_S,
   DEFAULT_REQUEST_TIMEOUT_S,
@@ -32,6 +35,13 @@ export interface ResolvedOptions {
   /** Where crash-recovery records go; undefined: none are kept. */
   stateDir: string | undefined;
   keepUnpushed: boolean;
+  conflictCopies: boolean;
+  /** Transfers in flight at once, all stores of the session together. */
+  transferConcurrency: number;
+  /** A full listing at least once in this many passes. */
+  fullListingEvery: number;
+  /** A full listing at least this often (ms, on `now`). */
+  fullListingIntervalMs: number;
   now: () => number;
   logger: Logger;
 }
@@ -67,7 +77,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     storeClient,
     fileSystem,
     memoryRoot,
-    syncIntervalMs: seconds(options.memory_sync_interval, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false) * 1000,
+    syncIntervalMs: syncIntervalSeconds(options.memory_sync_interval) * 1000,
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
     newFileSettleMs: seconds(options.newFileSettle, DEFAULT_NEW_FILE_SETTLE_S, 'newFileSettle', true) * 1000,
@@ -76,6 +86,10 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
     stateDir: options.stateDir === undefined ? undefined : resolveStateDir(options.stateDir, memoryRoot),
     keepUnpushed: resolveKeepUnpushed(options.keepUnpushed),
+    conflictCopies: resolveBoolean(options.conflictCopies, 'conflictCopies'),
+    transferConcurrency: count(options.transferConcurrency, DEFAULT_TRANSFER_CONCURRENCY, 'transferConcurrency'),
+    fullListingEvery: count(options.fullListingEvery, DEFAULT_FULL_LISTING_EVERY, 'fullListingEvery'),
+    fullListingIntervalMs: seconds(options.fullListingInterval, DEFAULT_FULL_LISTING_INTERVAL_S, 'fullListingInterval', false) * 1000,
     now: options.now ?? Date.now,
     logger: logger ?? debugLogger(),
   };
@@ -86,9 +100,46 @@ function seconds(value: unknown, fallback: number, option: string, zeroAllowed: 
   const ok = typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
   if (!ok) {
     const bound = zeroAllowed ? '>= 0' : '> 0';
-    throw new MemoryConfigError(`${option} must be a finite number of seconds ${bound}; got ${String(value)}`, option);
+    throw new MemoryConfigError(`${option} must be a finite number of seconds ${bound}; got ${describeValue(value)}`, option);
   }
   return value as number;
+}
+
+/** The longest `memory_sync_interval` taken, in seconds: one hour. */
+export const MAX_SYNC_INTERVAL_S = 3_600;
+
+/**
+ * `memory_sync_interval` is in seconds, where the SDK's `memorySyncIntervalMs` is in
+ * milliseconds: 15000 would mean four hours between syncs. Anything above an hour is refused as
+ * that mistake rather than taken.
+ */
+function syncIntervalSeconds(value: unknown): number {
+  const s = seconds(value, DEFAULT_SYNC_INTERVAL_S, 'memory_sync_interval', false);
+  if (s > MAX_SYNC_INTERVAL_S) {
+    throw new MemoryConfigError(
+      `memory_sync_interval is in seconds and must be at most ${MAX_SYNC_INTERVAL_S}; got ${s}. ` +
+        `Did you pass milliseconds (as the SDK's memorySyncIntervalMs takes)? ${s} ms is ${s / 1000} s.`,
+      'memory_sync_interval',
+    );
+  }
+  return s;
+}
+
+/** A value as a refusal shows it: `15`, `"15" (a string)`, `null`, `true (a boolean)`. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'number' || value === undefined || value === null) return String(value);
+  if (typeof value === 'string') return `${JSON.stringify(value)} (a string)`;
+  if (typeof value === 'object') return `${Array.isArray(value) ? 'an array' : 'an object'}`;
+  return `${String(value)} (a ${typeof value})`;
+}
+
+/** A count: an integer >= 1. */
+function count(value: unknown, fallback: number, option: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new MemoryConfigError(`${option} must be an integer >= 1; got ${describeValue(value)}`, option);
+  }
+  return value;
 }
 
 /** Node timers fire at once past 2^31 - 1 ms, which would cut the bounded work off before it starts. */
@@ -133,6 +184,12 @@ export function resolveStateDir(dir: unknown, memoryRoot: string): string {
 function resolveKeepUnpushed(value: unknown): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') throw new MemoryConfigError(`keepUnpushed must be a boolean; got ${JSON.stringify(value)}`, 'keepUnpushed');
+  return value;
+}
+
+function resolveBoolean(value: unknown, option: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new MemoryConfigError(`${option} must be a boolean; got ${describeValue(value)}`, option);
   return value;
 }
 

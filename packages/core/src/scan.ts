@@ -4,7 +4,7 @@ import { MARKER_FILE } from './limits.js';
 import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from './memory-path.js';
 import type { FolderFile, StoreFolder } from './store-folder.js';
-import { isTempFileName } from './temp-files.js';
+import { isUnsyncedName } from './temp-files.js';
 import { decodeUtf8 } from './utf8.js';
 
 /** A regular file in the mount, by its wire path. */
@@ -64,8 +64,9 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
         await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache))));
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
-      // half-written content. Folders are walked whatever their name.
-      (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isTempFileName(entry.name)),
+      // half-written content; conflict copies are kept for a human, never synced. Folders are
+      // walked whatever their name.
+      (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isUnsyncedName(entry.name)),
     );
   } catch (err) {
     if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };

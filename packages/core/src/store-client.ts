@@ -15,6 +15,17 @@ export interface StoreMemory {
   content_size_bytes?: number;
   /** Present only when asked for. */
   content?: string | null;
+  /**
+   * When the memory last changed, RFC 3339, as the service sent it. Optional: a client that
+   * leaves it out still works, but then a full listing cannot tell the engine where the change
+   * feed should start, and it relies on the feed's own timestamps alone.
+   */
+  updated_at?: string;
+  /**
+   * The `memver_...` id of the version that holds the memory as listed. Optional; when given,
+   * the engine recognises that version in the change feed as already known.
+   */
+  memory_version_id?: string;
 }
 
 /** The memory-store API as the engine uses it. Every failure is a StoreError. */

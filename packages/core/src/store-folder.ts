@@ -1,5 +1,5 @@
 import { errorCode, fsError, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
-import { MAX_MEMORY_BYTES } from './limits.js';
+import { MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
 import { pathSegments } from './memory-path.js';
 import { sha256Hex } from './sha256.js';
 
@@ -104,9 +104,12 @@ export class StoreFolder {
     this.#root = root;
   }
 
-  /** Opens the folder at `hostPath` (never through a link at that name). */
-  static async open(fs: FileSystem, hostPath: string): Promise<StoreFolder> {
-    return new StoreFolder(fs, hostPath, await fs.openDir(hostPath));
+  /**
+   * Opens the folder at `hostPath` (never through a link at that name). `via` is the path to
+   * open it by when the caller reached it through a parent's handle (`${parent.path}/${name}`).
+   */
+  static async open(fs: FileSystem, hostPath: string, via: string = hostPath): Promise<StoreFolder> {
+    return new StoreFolder(fs, hostPath, await fs.openDir(via));
   }
 
   /**
@@ -293,6 +296,12 @@ export class StoreFolder {
     await visit(folder);
     for (const entry of subfolders) {
       const wirePath = `${wireDir}/${entry.name}`;
+      if (beyondAnyMemoryPath(wirePath)) {
+        // Nothing in it can be a memory: not walked, so a chain of folders thousands deep costs
+        // one entry, not memory and descriptors per level.
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason: 'is deeper or longer than any memory path can be; not read' }] });
+        continue;
+      }
       let child: DirHandle;
       try {
         child = await this.#openChild(dir, entry.name, wirePath);
@@ -527,6 +536,11 @@ export class StoreFolder {
 interface OpenedParent {
   dir: DirHandle;
   close(): Promise<void>;
+}
+
+/** A folder at `wirePath` cannot hold a memory: every path inside it breaks SPEC 5's limits. */
+function beyondAnyMemoryPath(wirePath: string): boolean {
+  return pathSegments(wirePath).length >= MAX_PATH_SEGMENTS || Buffer.byteLength(wirePath) >= MAX_PATH_BYTES;
 }
 
 function refusedUnread(stat: FileStat, code: RefusalCode, detail: string): LocalRead {

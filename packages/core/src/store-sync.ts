@@ -1,21 +1,29 @@
 import { Semaphore } from 'async-mutex';
 import { applyPlan } from './apply.js';
-import { listAll, storeCall, StoreError } from './errors.js';
+import { storeCall, StoreError } from './errors.js';
 import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
 import { planStore, settleUnknownWrites } from './plan.js';
+import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
+import { RemoteView, type RemoteReadMode } from './remote-view.js';
 import type { StoreSyncReport } from './reports.js';
 import { scanStore, type LocalSnapshot } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient } from './store-client.js';
 import { FolderRefusal, type StoreFolder } from './store-folder.js';
+import { listStore } from './store-listing.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
+import type { StoreEvents } from './events.js';
+
+/** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
+const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
+const DEFAULT_FEED_BUDGET_MS = 30_000;
 
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */
 const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
@@ -25,9 +33,20 @@ export interface StoreSyncDeps {
   /** Already bound to this store. */
   logger: Logger;
   deletionMode: DeletionMode;
+  /** Size of the pool when none is given. */
   concurrency: number;
+  /** The session's pool of transfers, shared by all its stores. */
+  pool?: Semaphore;
+  /** When passes list the store in full rather than read the change feed. */
+  listing?: ListingPolicy;
+  /** How long (ms) a feed read may take before the pass lists in full instead. */
+  feedBudgetMs?: number;
+  /** The mounter's clock (ms), for the full-listing interval. Default `Date.now`. */
+  now?: () => number;
   /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
   recreateFolder: () => Promise<StoreFolder>;
+  /** Events of this store (`mounter.on`); absent: none. */
+  events?: StoreEvents;
 }
 
 export interface PassOptions {
@@ -41,6 +60,12 @@ export interface PassOptions {
   settleMs: number;
   pushOnly: boolean;
   signal: AbortSignal;
+  /**
+   * How the pass learns the store's side: `auto` (default) reads the change feed when it can,
+   * `full` lists the store (the final sync), `reuse` takes what the previous pass learned if it
+   * read the store and left no write of unknown outcome (the flush after the final sync).
+   */
+  remote?: RemoteReadMode;
 }
 
 /**
@@ -56,6 +81,9 @@ export class StoreSync {
   #caseInsensitive = false;
   /** The confined store folder: all disk access of this store goes through it. */
   #folder: StoreFolder;
+  /** The store's side as known between passes, kept current by the change feed. */
+  readonly #remote: RemoteView;
+  readonly #pool: Semaphore;
 
   constructor(
     readonly mount: MountedStore,
@@ -63,6 +91,14 @@ export class StoreSync {
     private readonly deps: StoreSyncDeps,
   ) {
     this.#folder = folder;
+    this.#pool = deps.pool ?? new Semaphore(deps.concurrency);
+    this.#remote = new RemoteView({
+      client: deps.client,
+      storeId: mount.memoryStoreId,
+      logger: deps.logger,
+      policy: deps.listing ?? DEFAULT_LISTING_POLICY,
+      feedBudgetMs: deps.feedBudgetMs ?? DEFAULT_FEED_BUDGET_MS,
+    });
   }
 
   get folder(): StoreFolder {
@@ -82,9 +118,12 @@ export class StoreSync {
     this.state.baseline.clear();
     this.state.missingSince.clear();
     this.state.scanCache.clear();
+    this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
     this.#caseInsensitive = (await folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
-    const listed = await listAll(() => client.list(storeId, { withContent: true, signal }));
+    const startedMs = performance.now();
+    const listed = await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
+    this.#remote.adoptListing(listed, { startedMs, endedMs: performance.now() }, (this.deps.now ?? Date.now)());
     const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
     for (const { path, reason } of skipped) this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
     const byPath = new Map(listed.map((m) => [m.path, m]));
@@ -95,7 +134,8 @@ export class StoreSync {
       unmountable.push({ path, reason });
       this.warnOnce(`unmountable:${path}:${reason}`, `remote memory not written: ${reason}`, { path, ...fields });
     };
-    const slots = new Semaphore(this.deps.concurrency);
+    const slots = this.#pool;
+    const progress = countProgress(this.deps.events, remote.size);
     await Promise.all(
       [...remote.keys()].map((path) =>
         slots.runExclusive(async () => {
@@ -131,7 +171,7 @@ export class StoreSync {
           }
           this.state.baseline.set(path, memory.content_sha256);
           written.push(path);
-        }),
+        }).finally(progress),
       ),
     );
     folder.release();
@@ -171,6 +211,7 @@ export class StoreSync {
   private async runPass(opts: PassOptions, report: StoreSyncReport): Promise<void> {
     const { client, logger } = this.deps;
     const { state, mount } = this;
+    this.#remote.beginPass();
     if (state.distrusted) {
       report.status = 'skipped';
       report.reason = `folder not trusted: ${state.distrusted}`;
@@ -225,8 +266,11 @@ export class StoreSync {
       report.skippedPaths.push({ path, reason });
       this.warnOnce(`blocked:${path}:${reason}`, `left alone: ${reason}`, { path });
     }
-    const listed = await listAll(() => client.list(mount.memoryStoreId, { signal: opts.signal }));
-    const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
+    // A write of unknown outcome is settled by what the store now holds: never by a reused view.
+    const mode = opts.remote === 'reuse' && state.unknownWrites.size > 0 ? 'auto' : (opts.remote ?? 'auto');
+    const read = await this.#remote.read({ mode, now: opts.now, signal: opts.signal, caseInsensitive: this.#caseInsensitive });
+    logger.debug('remote side read', { path: mount.path, source: read.source });
+    const { remote, skipped } = read.index;
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const { path, reason } of skipped) {
       report.skippedPaths.push({ path, reason });
@@ -264,6 +308,9 @@ export class StoreSync {
         report,
         signal: opts.signal,
         concurrency: this.deps.concurrency,
+        ...(this.deps.events && { events: this.deps.events }),
+        slots: this.#pool,
+        onRemote: (change) => this.#remote.learn(change),
       },
       plan.actions,
     );
@@ -297,6 +344,13 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** A callback that counts one more memory done of `total`, for the progress event. */
+function countProgress(events: StoreEvents | undefined, total: number): () => void {
+  let done = 0;
+  events?.progress(0, total);
+  return () => events?.progress(++done, total);
 }
 
 export function emptyReport(mount: MountedStore): StoreSyncReport {

@@ -21,3 +21,20 @@ export function tempFileName(): string {
 export function isTempFileName(name: string): boolean {
   return OUR_TEMP.test(name) || TOOLSET_TEMP.test(name);
 }
+
+/** `notes.conflict-20250102T030405678Z.md`: a conflict copy written by `conflictCopies: true`. */
+const CONFLICT_COPY = /\.conflict-\d{8}T\d{9}Z(\.[^./]*)?$/;
+
+/**
+ * A conflict copy (see events.ts, conflictCopyPath): the losing local content of a conflict,
+ * kept beside the file for a human. Never synced: the scanner skips it, so the store never gets
+ * it, and a remote memory so named is refused, as for temp files.
+ */
+export function isConflictCopyName(name: string): boolean {
+  return CONFLICT_COPY.test(name);
+}
+
+/** Names the engine never syncs in either direction: temp files of atomic writes and conflict copies. */
+export function isUnsyncedName(name: string): boolean {
+  return isTempFileName(name) || isConflictCopyName(name);
+}

@@ -35,41 +35,46 @@ export interface Logger {
 
 /** Options of `new MemoryMounter(...)`; every invalid value is a MemoryConfigError naming it. */
 export interface MemoryMounterOptions {
-  /** The memory-store API: `AnthropicStoreClient`, `InMemoryStoreClient`, or a host's own. */
+  /** The memory-store API: `AnthropicStoreClient`, `InMemoryStoreClient`, or a host's own. Required; no unit. */
   storeClient: StoreClient;
-  /** Default: `new NodeFileSystem()`. */
+  /** Where the mounts live. No unit. Default: `new NodeFileSystem()` (the real disk). */
   fileSystem?: FileSystem;
-  /** Where `/mnt/memory` lies on this host. Default `/mnt/memory`. */
+  /** Where `/mnt/memory` lies on this host: an absolute POSIX path. Default `/mnt/memory`. */
   memoryRoot?: string;
-  /** Seconds between syncs; a finite number > 0. Default 15. */
+  /**
+   * **Seconds** (not milliseconds) between syncs: `reconcile()` without `force` returns `null`
+   * until this many seconds have passed since the last sync. A finite number > 0 and at most
+   * 3,600: a larger value is refused as milliseconds passed by mistake (the SDK's
+   * `memorySyncIntervalMs` is in ms). Default 15.
+   */
   memory_sync_interval?: number;
-  /** Default `enabled`. */
+  /** What a local deletion does to the store: `enabled`, `log_only` or `disabled` (no unit). Default `enabled`. */
   memory_sync_deletions?: DeletionMode;
-  /** Seconds a file must stay missing before its remote delete is sent. Default 30. */
+  /** **Seconds** a file must stay missing before its remote delete is sent. A finite number >= 0. Default 30. */
   deleteGracePeriod?: number;
   /**
-   * Seconds that bound the whole of `finalize()`, measured from the call: stopping a pass still
+   * **Seconds** that bound the whole of `finalize()`, measured from the call: stopping a pass still
    * running, the final sync and the push-only flush share this one deadline, and finalize returns
    * within it plus at most 2 s of wind-down and folder removal. A finite number > 0, at most
    * 2,147,483 (the longest Node timer). Default 30.
    */
   finalSyncTimeout?: number;
   /**
-   * Seconds one store call (one request; one page of a listing) may take. Past it the call is
+   * **Seconds** one store call (one request; one page of a listing) may take. Past it the call is
    * abandoned, its signal aborted, and it fails as `unavailable` ("timed out after N s"): retried
    * within the pass where the store's preconditions make a repeat safe. A finite number > 0, at
    * most 2,147,483. Default 30.
    */
   requestTimeout?: number;
   /**
-   * Seconds one reconcile pass may take, and so how long a tool call wrapped by `withMemorySync`
+   * **Seconds** one reconcile pass may take, and so how long a tool call wrapped by `withMemorySync`
    * may wait for it (plus about 1 s of wind-down). Also bounds `materialize()`'s download. Retries
    * of failed store calls stop at this deadline. A finite number > 0, at most 2,147,483.
    * Default 60.
    */
   syncTimeout?: number;
   /**
-   * Seconds a new local file must have gone unmodified before a reconcile pass pushes it: one
+   * **Seconds** a new local file must have gone unmodified before a reconcile pass pushes it: one
    * modified more recently may still be mid-write (an append in progress, a tool's temp file
    * just renamed in) and is left for the next pass. Finalize's passes push every file as it is.
    * Compared with the host's clock (file times are the disk's). A finite number >= 0; 0 pushes
@@ -96,9 +101,37 @@ export interface MemoryMounterOptions {
    * unpushed changes with it (SPEC 4.5).
    */
   keepUnpushed?: boolean;
-  /** Clock in ms. Default `Date.now`. */
+  /**
+   * When true, the local loser of a conflict (the store wins, SPEC 4.2) is written beside the
+   * file as `<name>.conflict-<timestamp>.<ext>` (UTC, to the millisecond) before the store's
+   * version replaces it, like Syncthing. Such files are never synced in either direction and go
+   * with the folder at finalize. A boolean, no unit. Default false (the `conflict` event still
+   * carries the losing bytes).
+   */
+  conflictCopies?: boolean;
+  /**
+   * Store requests that move memories (downloads, pushes, fetches, remote deletes, and the
+   * per-folder listings of a parallel download) in flight at once, for the whole session: one
+   * pool shared by all its stores. An integer >= 1. Default 16.
+   */
+  transferConcurrency?: number;
+  /**
+   * Passes, counting: a reconcile pass lists each store in full at least once in every this many
+   * passes; the others read only what changed since the last one (the store's change feed, one
+   * request when nothing did). An integer >= 1; 1 lists in full every pass and never reads the
+   * feed. Finalize's final sync always lists in full. Default 100.
+   */
+  fullListingEvery?: number;
+  /**
+   * Seconds (on the `now` clock): a pass lists each store in full when this long has gone by
+   * since its last full listing, whatever `fullListingEvery` says; this bounds how long a change
+   * the feed could not show (a version past the service's retention) may go unseen. A finite
+   * number > 0. Default 600 (10 minutes).
+   */
+  fullListingInterval?: number;
+  /** Clock: a function returning **milliseconds** since the epoch. Default `Date.now`. */
   now?: () => number;
-  /** Default: the `debug` package, namespaces `memory-mounter:*`. */
+  /** Where log lines go (no unit). Default: the `debug` package, namespaces `memory-mounter:*`. */
   logger?: Logger;
 }
 

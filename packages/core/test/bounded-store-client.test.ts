@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StoreError, type StoreClient, type StoreMemory } from '@memory-mounter/core';
+import { StoreError, type StoreClient, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/bounded-store-client.js';
 
 /** The StoreClient decorator alone: each call bounded, the safe ones retried (SPEC 6.2). */
@@ -278,5 +278,86 @@ describe('unavailable is retried until the deadline, where a repeat is safe', ()
     const err = await failure(client.get('store', 'm', { signal: controller.signal }));
     expect(err.message).toMatch(/aborted: finalSyncTimeout/);
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('the optional listings (change feed, one folder) are passed through, bounded and retried alike', () => {
+  const version = (id: string): StoreMemoryVersion => ({
+    id,
+    memory_id: 'mem_1',
+    operation: 'modified',
+    path: '/a.md',
+    content_sha256: 'sha',
+    created_at: '2026-01-01T00:00:00.000Z',
+    redacted_at: null,
+  });
+
+  it('absent from the inner client, absent here: the engine then lists in full', () => {
+    const client = bounded(scripted({}));
+    expect(client.listVersions).toBeUndefined();
+    expect(client.listFolder).toBeUndefined();
+  });
+
+  it('looked up on the inner client at each use, like every other method', async () => {
+    const inner = scripted({});
+    const client = bounded(inner);
+    inner.listVersions = async function* () {
+      yield version('v1');
+    };
+    expect((await collect(client.listVersions!('store', { signal: live() }))).map((v) => v.id)).toEqual(['v1']);
+  });
+
+  it('listVersions: filters passed on, a failure part-way restarts the walk, nothing is yielded twice', async () => {
+    let attempt = 0;
+    const seen: unknown[] = [];
+    const client = bounded(
+      scripted({
+        listVersions: async function* (_store, opts) {
+          attempt++;
+          seen.push(opts?.createdAtGte);
+          yield version('v1');
+          if (attempt === 1) throw unavailable();
+          yield version('v2');
+        },
+      }),
+    );
+    const listed = await collect(client.listVersions!('store', { createdAtGte: '2026-01-01T00:00:00.000Z', signal: live() }));
+    expect(listed.map((v) => v.id)).toEqual(['v1', 'v2']);
+    expect(attempt).toBe(2);
+    expect(seen).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z']);
+  });
+
+  it('listVersions: a refusal is final (the engine stops asking); a stalled page times out', async () => {
+    const refused = bounded(
+      scripted({
+        listVersions: () => {
+          throw new StoreError('not_found', 'no such endpoint', { status: 404 });
+        },
+      }),
+    );
+    expect((await failure(collect(refused.listVersions!('store', { signal: live() })))).kind).toBe('not_found');
+    const stalled = bounded(
+      scripted({ listVersions: () => ({ [Symbol.asyncIterator]: () => ({ next: () => never<IteratorResult<StoreMemoryVersion>>() }) }) }),
+      { requestTimeoutMs: 50 },
+    );
+    const err = await failure(collect(stalled.listVersions!('store')));
+    expect(err.message).toMatch(/listVersions timed out/);
+  });
+
+  it('listFolder: passed on with its folder, retried from scratch', async () => {
+    let attempt = 0;
+    const client = bounded(
+      scripted({
+        listFolder: async function* (_store, opts) {
+          attempt++;
+          if (attempt === 1) throw unavailable();
+          yield { type: 'prefix', path: `${opts?.pathPrefix}x/` };
+          yield { type: 'memory', memory: memory('m') };
+        },
+      }),
+    );
+    const entries = await collect(client.listFolder!('store', { pathPrefix: '/a/', signal: live() }));
+    expect(entries).toEqual([{ type: 'prefix', path: '/a/x/' }, { type: 'memory', memory: memory('m') }]);
+    expect(attempt).toBe(2);
   });
 });

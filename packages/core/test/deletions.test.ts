@@ -52,10 +52,11 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
   it('a fresh re-check just before the delete: a file restored meanwhile is not deleted', async () => {
     const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await h.remove(`${dir}/a.md`);
-    const list = h.client.list.bind(h.client);
-    h.client.list = async function* (id, opts) {
-      yield* list(id, opts);
-      await h.write(`${dir}/a.md`, 'a'); // after the scan, before the delete
+    // The pass reads the change feed: after the scan, before the delete.
+    const listVersions = h.client.listVersions.bind(h.client);
+    h.client.listVersions = async function* (id, opts) {
+      yield* listVersions(id, opts);
+      await h.write(`${dir}/a.md`, 'a');
     };
     const report = await m.reconcile({ force: true });
     expect(h.client.count('delete')).toBe(0);

@@ -6,6 +6,7 @@ import {
   type FileStat,
   type FileSystem,
   type StoreMemory,
+  type StoreMemoryVersion,
 } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness, type Harness } from './harness.js';
@@ -24,13 +25,21 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     marker = h.markerPath;
   });
 
-  /** Runs `fn` just before the `nth` (1-based) listing from now on: after that pass's scan, before its plan. */
-  function beforeListing(nth: number, fn: () => Promise<void>): void {
+  /**
+   * Runs `fn` just before the `nth` (1-based) read of the store from now on (a listing or a
+   * change-feed read): after that pass's scan, before its plan.
+   */
+  function beforeRead(nth: number, fn: () => Promise<void>): void {
     const list = h.client.list.bind(h.client);
+    const listVersions = h.client.listVersions.bind(h.client);
     let calls = 0;
     h.client.list = async function* (storeId, opts): AsyncGenerator<StoreMemory> {
       if (++calls === nth) await fn();
       yield* list(storeId, opts);
+    };
+    h.client.listVersions = async function* (storeId, opts): AsyncGenerator<StoreMemoryVersion> {
+      if (++calls === nth) await fn();
+      yield* listVersions(storeId, opts);
     };
   }
 
@@ -66,7 +75,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     it('keeps the re-check: a marker gone between the listing and the delete stops it (and the folder is left)', async () => {
       const m = await h.mountNotes({ deleteGracePeriod: 30 });
       await h.remove(`${dir}/a.md`);
-      beforeListing(1, () => h.remove(marker));
+      beforeRead(1, () => h.remove(marker));
       const report = await m.finalize();
       expect(h.client.count('delete')).toBe(0);
       expect(h.client.snapshot(STORE)).toEqual(SEED);
@@ -79,7 +88,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
     it('keeps the re-check: a file back between the listing and the delete is not deleted', async () => {
       const m = await h.mountNotes({ deleteGracePeriod: 30 });
       await h.remove(`${dir}/a.md`);
-      beforeListing(1, () => h.write(`${dir}/a.md`, 'alpha'));
+      beforeRead(1, () => h.write(`${dir}/a.md`, 'alpha'));
       const report = await m.finalize();
       expect(h.client.count('delete')).toBe(0);
       expect(h.client.snapshot(STORE)).toEqual(SEED);
@@ -206,8 +215,10 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       '%s: a folder failing the marker check at removal is left in place, with a warning',
       async (outcome) => {
         const m = await h.mountNotes();
-        // The last pass before removal is the flush: its listing is the 2nd call for `completed`, the 1st for `aborted`.
-        beforeListing(outcome === 'completed' ? 2 : 1, () => h.write(marker, FOREIGN_MARKER));
+        // The last read before removal: the flush's feed read for `aborted`. For `completed` the
+        // flush reads nothing (it reuses the final sync's listing), so the marker is replaced
+        // during the final sync and the flush's own scan already finds it foreign.
+        beforeRead(1, () => h.write(marker, FOREIGN_MARKER));
         const report = await m.finalize({ outcome });
         expect(report.removed).toEqual([]);
         expect(report.leftInPlace).toMatchObject([{ path: dir, reason: expect.stringMatching(/marker/) }]);
@@ -294,8 +305,9 @@ describe.each(DISKS)('finalize on %s', (disk) => {
   describe('never throws for sync problems', () => {
     // An unavailable store is retried up to the deadline: time-bounds.test.ts has those cases.
     const failures: [string, (h: Harness, fs: FaultyFileSystem, dir: string) => Promise<void> | void][] = [
-      ['the store does not know the store id', (h) => h.client.failNext('list', 'not_found', 10)],
-      ['the token is refused', (h) => h.client.failNext('list', 'unauthorized', 10)],
+      // The feed too: an aborted finalize's flush reads it, and its refusal leads to a listing.
+      ['the store does not know the store id', (h) => (h.client.failNext('listVersions', 'not_found', 10), h.client.failNext('list', 'not_found', 10))],
+      ['the token is refused', (h) => (h.client.failNext('listVersions', 'unauthorized', 10), h.client.failNext('list', 'unauthorized', 10))],
       [
         'every push is rejected',
         async (h, _fs, dir) => {
@@ -314,6 +326,9 @@ describe.each(DISKS)('finalize on %s', (disk) => {
         'the client throws something that is not a StoreError',
         (h) => {
           h.client.list = () => {
+            throw new TypeError('client bug');
+          };
+          h.client.listVersions = () => {
             throw new TypeError('client bug');
           };
         },

@@ -11,6 +11,7 @@ import {
   type Logger,
   type MemoryMounterOptions,
   type StoreMemory,
+  type StoreMemoryVersion,
 } from '@memory-mounter/core';
 
 /**
@@ -153,4 +154,18 @@ export const notesResource = (over: Record<string, unknown> = {}) => ({
 /** For `client.list`: a store that never answers, and ignores the abort signal. */
 export const neverAnsweringList = (): AsyncIterable<StoreMemory> => ({
   [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemory>>(() => {}) }),
+});
+
+/**
+ * Makes `client` one without the change feed (no `listVersions`), like a host's client that
+ * never implemented it: every pass then lists the store in full. For tests whose subject is the
+ * listing itself (how it is bounded, retried, interleaved).
+ */
+export function withoutChangeFeed(client: InMemoryStoreClient): void {
+  Object.assign(client, { listVersions: undefined });
+}
+
+/** For `client.listVersions`: a change feed that never answers, and ignores the abort signal. */
+export const neverAnsweringFeed = (): AsyncIterable<StoreMemoryVersion> => ({
+  [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemoryVersion>>(() => {}) }),
 });

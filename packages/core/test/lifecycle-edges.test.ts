@@ -39,6 +39,8 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
   it('finalize during the download of a store that never answers: bounded, and nothing is left', async () => {
     h.client.seed(STORE, { '/a.md': 'a' });
     h.client.list = neverAnsweringList;
+    // The download lists folder by folder: that never answers either.
+    h.client.listFolder = () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<never>(() => {}) }) });
     const m = h.mounter({ finalSyncTimeout: 0.3 });
     const mounting = m.materialize([notesResource()]);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -63,6 +65,10 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
     const m = h.mounter();
     await m.materialize([notesResource()]);
     h.client.list = () => {
+      throw new Error('connection reset');
+    };
+    // The feed too: otherwise the pass reads it and never lists.
+    h.client.listVersions = () => {
       throw new Error('connection reset');
     };
     const report = await m.reconcile({ force: true });

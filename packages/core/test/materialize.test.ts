@@ -169,9 +169,15 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     h.client.seed('memstore_ok', { '/a.md': 'a' });
     h.client.seed('memstore_bad', { '/b.md': 'b' });
     const list = h.client.list.bind(h.client);
+    const listFolder = h.client.listFolder.bind(h.client);
     h.client.list = (id, opts) => {
       if (id === 'memstore_bad') throw new Error('boom');
       return list(id, opts);
+    };
+    // The download lists folder by folder.
+    h.client.listFolder = (id, opts) => {
+      if (id === 'memstore_bad') throw new Error('boom');
+      return listFolder(id, opts);
     };
     const err = await mountError(
       h.mounter().materialize([store('memstore_ok'), store('memstore_bad', { mount_path: '/mnt/memory/team/bad' })]),

@@ -5,7 +5,7 @@ import createDebug from 'debug';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
-import { DISKS, neverAnsweringList, notesResource, RecordingLogger, STORE, useHarness } from './harness.js';
+import { DISKS, neverAnsweringFeed, neverAnsweringList, notesResource, RecordingLogger, STORE, useHarness, withoutChangeFeed } from './harness.js';
 
 /** MemoryMounterOptions: every refusal names its option; every default is measured, not read back. */
 
@@ -38,6 +38,9 @@ describe('MemoryConfigError, naming the option at fault', () => {
     ['finalSyncTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
     ['requestTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
     ['syncTimeout', [0, -0.5, Number.NaN, Number.POSITIVE_INFINITY, '60', null, 2_147_484]],
+    ['transferConcurrency', [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '16', null]],
+    ['fullListingEvery', [0, -1, 2.5, Number.NaN, Number.POSITIVE_INFINITY, '100', null]],
+    ['fullListingInterval', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '600', null]],
     ['memoryRoot', ['mnt/memory', './mnt/memory', '', '~/memory', '/mnt/\0memory', 42]],
     ['storeClient', [undefined, null, {}, 'client', { list: noop, get: noop, create: noop, update: noop }]],
     ['fileSystem', [null, {}, 'fs', fsMethods /* no rename */]],
@@ -50,6 +53,23 @@ describe('MemoryConfigError, naming the option at fault', () => {
       expect(err.option).toBe(option);
       expect(err.message).toContain(option);
     });
+  });
+
+  it('memory_sync_interval above 3,600 s is refused as milliseconds passed by mistake', () => {
+    const err = configError({ ...valid(), memory_sync_interval: 15_000 });
+    expect(err.option).toBe('memory_sync_interval');
+    expect(err.message).toMatch(/in seconds/);
+    expect(err.message).toMatch(/milliseconds/);
+    expect(err.message).toContain('15000');
+    configError({ ...valid(), memory_sync_interval: 3_600.5 });
+    expect(() => new MemoryMounter({ ...valid(), memory_sync_interval: 3_600 })).not.toThrow();
+  });
+
+  it('a value of the wrong type is shown with its type', () => {
+    expect(configError({ ...valid(), memory_sync_interval: '15' }).message).toContain('got "15" (a string)');
+    expect(configError({ ...valid(), deleteGracePeriod: '30' }).message).toContain('got "30" (a string)');
+    expect(configError({ ...valid(), requestTimeout: true }).message).toContain('got true (a boolean)');
+    expect(configError({ ...valid(), syncTimeout: null }).message).toContain('got null');
   });
 
   it('no options object at all', () => {
@@ -76,6 +96,7 @@ describe('MemoryConfigError, naming the option at fault', () => {
   it('accepts the edges of each range', () => {
     expect(() => new MemoryMounter({ ...valid(), memory_sync_interval: 0.001, deleteGracePeriod: 0, finalSyncTimeout: 0.001 })).not.toThrow();
     expect(() => new MemoryMounter({ ...valid(), requestTimeout: 0.001, syncTimeout: 0.001 })).not.toThrow();
+    expect(() => new MemoryMounter({ ...valid(), transferConcurrency: 1, fullListingEvery: 1, fullListingInterval: 0.001 })).not.toThrow();
     expect(() => new MemoryMounter({ ...valid(), requestTimeout: 2_147_483, syncTimeout: 2_147_483, finalSyncTimeout: 2_147_483 })).not.toThrow();
     for (const mode of ['enabled', 'log_only', 'disabled'] as const) {
       expect(() => new MemoryMounter({ ...valid(), memory_sync_deletions: mode })).not.toThrow();
@@ -152,6 +173,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
     const m = await h.mountNotes({}, FILES);
     // A store that never answers, and ignores the abort.
     h.client.list = neverAnsweringList;
+    h.client.listVersions = neverAnsweringFeed;
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       let done = false;
@@ -174,6 +196,8 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
 
   it('syncTimeout defaults to 60 s and requestTimeout to 30 s: a stalled call is abandoned and retried until the pass is cut off', async () => {
     const m = await h.mountNotes({}, FILES);
+    // The listing is what is timed here: without the change feed, every pass lists.
+    withoutChangeFeed(h.client);
     let lists = 0;
     h.client.list = () => {
       lists++;

@@ -54,9 +54,10 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     await h.write(`${dir}/a.md`, 'same');
     const before = h.client.requests.length;
     await m.reconcile({ force: true });
-    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['list']);
+    // One read of the change feed each time, and no transfer.
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions']);
     await m.reconcile({ force: true });
-    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['list', 'list']);
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions', 'listVersions']);
   });
 
   it('conflict: the store wins, with a warning naming the path and the store', async () => {
@@ -123,11 +124,12 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
     it('concurrent calls share one run', async () => {
       const m = await h.mountNotes({}, FILES);
-      const lists = h.client.count('list');
+      const reads = () => h.client.count('list') + h.client.count('listVersions');
+      const before = reads();
       const [a, b, c] = await Promise.all([m.reconcile({ force: true }), m.reconcile({ force: true }), m.reconcile()]);
       expect(a).toBe(b);
       expect(b).toBe(c);
-      expect(h.client.count('list') - lists).toBe(1);
+      expect(reads() - before).toBe(1);
     });
   });
 
@@ -217,6 +219,8 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
       const m = h.mounter();
       await m.materialize([notesResource(), { type: 'memory_store', memory_store_id: 'memstore_other', name: 'Other' }]);
       h.client.putAs('memstore_other', '/x.md', 'x2');
+      // The first store to read is refused its feed, then its listing.
+      h.client.failNext('listVersions', 'unauthorized');
       h.client.failNext('list', 'unauthorized');
       const report = await m.reconcile({ force: true });
       const statuses = report!.stores.map((s) => s.status).sort();

@@ -238,6 +238,23 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
       expect(blocked).toEqual(['/out: is a symlink']);
     });
 
+    it('a folder deeper than any memory path is reported once and never entered', async () => {
+      const deep = Array.from({ length: 25 }, (_, i) => `d${i}`);
+      host.mkdir(`${store}/${deep.join('/')}`);
+      host.write(`${store}/${deep.join('/')}/bottom.md`, 'unreachable as a memory');
+      const files: string[] = [];
+      const blocked: string[] = [];
+      await folder.walk(
+        async (visit) => {
+          files.push(...visit.files.map((f) => f.wirePath));
+          blocked.push(...visit.blocked.map((b) => b.wirePath));
+        },
+        () => false,
+      );
+      expect(files).toEqual([]);
+      expect(blocked).toEqual([`/${deep.slice(0, 20).join('/')}`]);
+    });
+
     it.skipIf(kind === 'memfs')('a name that is not UTF-8 is reported, never read as a file', async () => {
       nodeFs.writeFileSync(Buffer.concat([Buffer.from(`${store}/`), Buffer.from([0x6e, 0xff, 0x2e, 0x6d, 0x64])]), 'latin');
       const blocked: string[] = [];

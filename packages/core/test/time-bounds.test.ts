@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { sha256Hex, type MemoryMounter, type StoreMemory } from '@memory-mounter/core';
-import { neverAnsweringList, STORE, useHarness, type Harness } from './harness.js';
+import { sha256Hex, type MemoryMounter, type StoreMemoryVersion } from '@memory-mounter/core';
+import { neverAnsweringFeed, neverAnsweringList, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
 
 /**
  * SPEC 6.2: every store call bounded by requestTimeout, every reconcile pass by syncTimeout, the
@@ -44,7 +44,7 @@ function expectEveryChangeNamed(h: Harness, unpushed: { memoryStoreId: string; p
 
 /** Every request of every kind fails `unavailable` from now on (for this test's lifetime). */
 function outage(h: Harness): void {
-  for (const op of ['list', 'get', 'create', 'update', 'delete'] as const) h.client.failNext(op, 'unavailable', 10_000);
+  for (const op of ['list', 'listVersions', 'get', 'create', 'update', 'delete'] as const) h.client.failNext(op, 'unavailable', 10_000);
 }
 
 describe('a store that never answers and ignores its signal', () => {
@@ -52,6 +52,8 @@ describe('a store that never answers and ignores its signal', () => {
 
   it('reconcile returns within syncTimeout + 1.5 s; the stalled listing was abandoned and retried', async () => {
     const m = await h.mountNotes({ requestTimeout: 0.2, syncTimeout: 0.5 });
+    // The listing is what is timed here: without the change feed, every pass lists.
+    withoutChangeFeed(h.client);
     let lists = 0;
     h.client.list = () => {
       lists++;
@@ -88,6 +90,7 @@ describe('a store that never answers and ignores its signal', () => {
       const m = await h.mountNotes({ finalSyncTimeout: 0.3 });
       await changeLocally(h);
       h.client.list = neverAnsweringList;
+      h.client.listVersions = neverAnsweringFeed;
       const { result: report, ms } = await timed(m.finalize({ outcome }));
       expect(ms).toBeLessThan(300 + 2_000);
       expect(report.timedOut).toEqual({ sync: outcome === 'completed', flush: true });
@@ -105,6 +108,7 @@ describe.each(['memfs', 'node'] as const)('finalize while a reconcile pass is st
     const m = await h.mountNotes({ finalSyncTimeout: 0.3 });
     await changeLocally(h);
     h.client.list = neverAnsweringList;
+    h.client.listVersions = neverAnsweringFeed;
     let reconciled = false;
     const stuck = m.reconcile({ force: true }).then((r) => {
       reconciled = true;
@@ -148,7 +152,7 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     await h.remove(`${h.notesDir}/b.md`);
     h.client.putAs(STORE, '/d/c.md', 'gamma, remote edit');
     const { updates, deletes } = recordWrites();
-    h.client.failNext('list', 'unavailable', 2);
+    h.client.failNext('listVersions', 'unavailable', 2);
     h.client.failNext('get', 'unavailable', 2);
     h.client.failNext('update', 'unavailable', 3);
     h.client.failNext('delete', 'unavailable', 2);
@@ -158,7 +162,7 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma, remote edit');
     expect(updates).toEqual(Array(4).fill(sha256Hex(new TextEncoder().encode('alpha'))));
     expect(deletes).toEqual(Array(3).fill(sha256Hex(new TextEncoder().encode('beta'))));
-    expect(h.client.count('list')).toBe(1 + 3); // materialize's, then 2 failures and the one that answered
+    expect(h.client.count('listVersions')).toBe(3); // 2 failures and the one that answered
   });
 
   it('an update applied but answered unavailable: the retry finds it applied, nothing is lost or doubled', async () => {
@@ -199,7 +203,9 @@ describe('unavailable: retried inside the window where the store makes a repeat 
   it('finalize: two listings that fail for good name every local change, never an empty list', async () => {
     const m = await h.mountNotes();
     await changeLocally(h);
+    // The final sync's listing, then the flush's: its feed read is refused and it lists instead.
     h.client.failNext('list', 'unauthorized', 2);
+    h.client.failNext('listVersions', 'unauthorized');
     const report = await m.finalize();
     expect(report.timedOut).toEqual({ sync: false, flush: false });
     expect(report.flush.stores[0]).toMatchObject({ status: 'failed' });
@@ -213,8 +219,8 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     const { result: sync, ms: syncMs } = await timed(m.reconcile({ force: true }));
     expect(syncMs).toBeLessThan(500 + 1_500);
     expect(sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
-    // Retried, not given up on at the first failure.
-    expect(h.client.count('list')).toBeGreaterThan(2);
+    // Retried, not given up on at the first failure (the feed read: the pass ends before its budget).
+    expect(h.client.count('listVersions')).toBeGreaterThan(2);
     const { result: report, ms } = await timed(m.finalize());
     expect(ms).toBeLessThan(500 + 2_000);
     expectEveryChangeNamed(h, report.unpushed, /time bound/);
@@ -223,13 +229,13 @@ describe('unavailable: retried inside the window where the store makes a repeat 
   it('an outage that ends inside the window loses nothing', async () => {
     const m = await h.mountNotes({ syncTimeout: 5, deleteGracePeriod: 0 });
     await changeLocally(h);
-    const list = h.client.list.bind(h.client);
+    const listVersions = h.client.listVersions.bind(h.client);
     const down = Date.now() + 400;
-    h.client.list = async function* (storeId, opts): AsyncGenerator<StoreMemory> {
+    h.client.listVersions = async function* (storeId, opts): AsyncGenerator<StoreMemoryVersion> {
       if (Date.now() < down) {
-        h.client.failNext('list', 'unavailable');
+        h.client.failNext('listVersions', 'unavailable');
       }
-      yield* list(storeId, opts);
+      yield* listVersions(storeId, opts);
     };
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report).toMatchObject({ status: 'synced', errors: [], deletedRemote: ['/b.md'] });

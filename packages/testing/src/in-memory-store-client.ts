@@ -62,6 +62,9 @@ interface StoredMemory {
   id: string;
   path: string;
   content: string;
+  /** The version holding the memory as it stands, and when it was written: the wire's `memory_version_id` and `updated_at`. */
+  versionId?: string;
+  updatedAt?: string;
 }
 
 /** The HTTP status the service answers each kind with. */
@@ -349,7 +352,9 @@ export class InMemoryStoreClient implements StoreClient {
 
   /** Records a version of `memory` as it now stands (as it stood, for a delete). */
   #record(storeId: string, memory: StoredMemory, operation: VersionOperation): void {
-    this.#log(storeId).record(memory.id, operation, memory);
+    const version = this.#log(storeId).record(memory.id, operation, memory);
+    memory.versionId = version.id;
+    memory.updatedAt = version.created_at;
   }
 
   #log(storeId: string): VersionLog {
@@ -462,6 +467,8 @@ function toWire(memory: StoredMemory, withContent: boolean): StoreMemory {
     content_sha256: sha256Hex(memory.content),
     content_size_bytes: utf8.encode(memory.content).length,
   };
+  if (memory.updatedAt !== undefined) wire.updated_at = memory.updatedAt;
+  if (memory.versionId !== undefined) wire.memory_version_id = memory.versionId;
   if (withContent) wire.content = memory.content;
   return wire;
 }

@@ -89,7 +89,9 @@ describe('work queue', () => {
 
   it('closes promptly while a poll is blocked', async () => {
     const polled = call('GET', work('/poll'), { query: { block_ms: 999 } }).catch((err: unknown) => err);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    // The poll must be blocked in the server (not merely sent) before the close; a fixed sleep
+    // is not enough on a loaded machine.
+    await expect.poll(() => server.controlPlane.requestCount('work.poll')).toBe(1);
     const started = Date.now();
     await server.close();
     expect(Date.now() - started).toBeLessThan(500);

@@ -82,6 +82,8 @@ describe('InMemoryStoreClient', () => {
         path: '/a.md',
         content_sha256: sha256Hex('a'),
         content_size_bytes: 1,
+        updated_at: expect.any(String),
+        memory_version_id: expect.stringMatching(/^memver_/),
       });
 
       const full = await collect(client.list(STORE, { withContent: true }));
@@ -137,6 +139,8 @@ describe('InMemoryStoreClient', () => {
         content: 'alpha',
         content_sha256: sha256Hex('alpha'),
         content_size_bytes: 5,
+        updated_at: expect.any(String),
+        memory_version_id: expect.stringMatching(/^memver_/),
       });
     });
 
@@ -244,7 +248,15 @@ describe('InMemoryStoreClient', () => {
 
       expect(client.snapshot(STORE)).toEqual({ '/c.md': 'two' });
       expect(client.memories(STORE)).toEqual([
-        { id: a!.id, path: '/c.md', content: 'two', content_sha256: sha256Hex('two'), content_size_bytes: 3 },
+        {
+          id: a!.id,
+          path: '/c.md',
+          content: 'two',
+          content_sha256: sha256Hex('two'),
+          content_size_bytes: 3,
+          updated_at: expect.any(String),
+          memory_version_id: client.versions(STORE).find((v) => v.memory_id === a!.id)!.id, // newest first
+        },
       ]);
       expect(client.requests).toEqual([]);
     });

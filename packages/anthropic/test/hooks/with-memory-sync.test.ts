@@ -53,6 +53,17 @@ describe('withMemorySync', () => {
     expect(new TextDecoder().decode(await fs.readFile(`${ROOT}/style/style.md`))).toBe('house style');
   });
 
+  it('logs each refusal, with the tool, the path and the reason', async () => {
+    const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+    const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, fields });
+    const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+    const [tool] = withMemorySync([writeTool(fs, calls)], mounter, { logger, realPath: false });
+    await expect(tool!.run({ file_path: `${ROOT}/style/style.md`, content: 'defaced' })).rejects.toBeInstanceOf(ToolError);
+    const refusal = lines.find((l) => l.msg === 'write tool refused');
+    expect(refusal?.level).toBe('warn');
+    expect(refusal?.fields).toMatchObject({ tool: 'write', path: `${ROOT}/style/style.md`, reason: 'read_only' });
+  });
+
   it('refuses a write under the memory root outside every store (outside_store)', async () => {
     const [tool] = withMemorySync([writeTool(fs, calls)], mounter);
     await expect(tool!.run({ file_path: `${ROOT}/scratch.txt`, content: 'x' })).rejects.toThrow(/in no memory store/);

@@ -69,13 +69,14 @@ describe('hostile remote paths: skipped with a warning, never written, never del
     expect([...h.mountTree().keys()]).toEqual([marker, '/ok.md']);
     expect(h.disk.names(h.memoryRoot)).toEqual(['notes']);
     expect(JSON.parse(new TextDecoder().decode(h.disk.readFile(`${h.dir}${marker}`)!))).toEqual({ memory_store_id: STORE });
-    expect(h.warningsFor(path).map((w) => w.msg)).toEqual([expect.stringMatching(reason)]);
 
-    // Every pass reports it, warns no more, and deletes nothing.
+    // Every pass reports it, warns once, and deletes nothing. (A path that is in no folder, like
+    // one without its leading `/`, is not met by the download's folder-by-folder listing: the
+    // first pass meets it in the change feed and warns then.)
     h.clock.now += 3_600_000;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.skippedPaths).toContainEqual({ path, reason: expect.stringMatching(reason) });
-    expect(h.warningsFor(path)).toHaveLength(1);
+    expect(h.warningsFor(path).map((w) => w.msg)).toEqual([expect.stringMatching(reason)]);
     expect([...h.mountTree().keys()]).toEqual([marker, '/ok.md']);
 
     const final = await m.finalize({ outcome: 'completed' });

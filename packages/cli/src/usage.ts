@@ -1,0 +1,49 @@
+/** A mistake in the command line or the configuration: exit code 2, with the message. */
+export class UsageError extends Error {}
+
+export const EXIT = { ok: 0, syncProblems: 1, usage: 2 } as const;
+
+export const HELP: Record<string, string> = {
+  main: `memory-mounter <command> [options]
+
+Commands:
+  mount <memory_store_id> [dir]   download a store into dir and keep it in sync until Ctrl-C
+  pull <memory_store_id> <dir>    download a store into dir, once
+  status <dir>                    what differs between dir and the store (writes nothing)
+  push <dir> --dry-run            what a sync would send to the store
+
+Common options:
+  --emulator        use the bundled emulator (store memstore_demo), offline
+  --base-url <url>  API endpoint (credentials: ANTHROPIC_API_KEY)
+  --state-dir <dir> where mount records are kept (default $MEMORY_MOUNTER_STATE_DIR,
+                    else $XDG_STATE_HOME/memory-mounter, else ~/.local/state/memory-mounter)
+  --json            machine-readable output
+  --help            help for a command
+
+Exit codes: 0 ok, 1 sync problems reported, 2 usage or configuration error.`,
+  mount: `memory-mounter mount <memory_store_id> [dir] [options]
+
+Downloads the store into dir (default ./<memory_store_id>; it must not exist, its parent must),
+then keeps it in sync: every --interval seconds and soon after a file in dir changes. Prints one
+line per pass that changed something. Ctrl-C (or SIGTERM) runs a final sync, pushes what is
+left, removes dir and prints a summary.
+
+Options:
+  --interval <seconds>   seconds between syncs (default 15; at most 3600)
+  --read-only            never push nor delete in the store
+  --deletions <mode>     enabled | log_only | disabled (default enabled)
+  --emulator, --base-url, --state-dir, --json as for every command`,
+  pull: `memory-mounter pull <memory_store_id> <dir> [options]
+
+Downloads the store into dir (it must not exist) once and leaves it there, with a record in the
+state dir so that \`status\` and \`push --dry-run\` can compare it with the store later.`,
+  status: `memory-mounter status <dir> [options]
+
+Compares dir with the baseline recorded when it was mounted or pulled (see --state-dir) and,
+when the store can be reached, with the store: new, modified and deleted files, memories changed
+in the store, and conflicts (both changed). Writes nothing.`,
+  push: `memory-mounter push <dir> --dry-run [options]
+
+Lists what a sync would send to the store: files to create, to update, memories to delete.
+Only --dry-run is supported: to send, use \`mount\` (its sync pushes).`,
+};

@@ -1,0 +1,136 @@
+import { EventEmitter } from 'node:events';
+import { debugLogger } from './logger.js';
+import type { Logger } from './types.js';
+
+/**
+ * What a MemoryMounter tells its listeners (`mounter.on(event, listener)`), with Node
+ * `EventEmitter` conventions: `on`, `once`, `off`, listeners called synchronously in the order
+ * they were added. Unlike a bare EventEmitter, a listener that throws never breaks a pass: its
+ * error is logged (`event listener threw`) and the other listeners still run.
+ *
+ * Every payload carries the store (`memoryStoreId`), the memory's wire `path` (`/notes/a.md`)
+ * and where it lies on the host (`hostPath`), except `progress`, which counts.
+ */
+export interface MounterEvents {
+  /**
+   * Both sides changed differently and the store wins (SPEC 4.2): emitted BEFORE the store's
+   * version replaces the file, with the losing local bytes, so a host can keep a copy.
+   */
+  conflict: [ConflictEvent];
+  /** A memory was written to disk from the store (new, changed remotely, restored, or a conflict's winner). */
+  pulled: [TransferEvent & { reason: 'remote_change' | 'restore' | 'conflict' }];
+  /** A local file was sent to the store (created or updated). */
+  pushed: [TransferEvent];
+  /** A file was removed locally (`side: 'local'`, its memory was deleted in the store) or a memory in the store (`'remote'`). */
+  deleted: [PathEvent & { side: 'local' | 'remote' }];
+  /** Local content that is not pushed: not UTF-8, too large, rejected by the store, or a read-only store's edit. */
+  refused: [PathEvent & { reason: string }];
+  /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned actions done), per store. */
+  progress: [ProgressEvent];
+}
+
+export type MounterEventName = keyof MounterEvents;
+
+export interface PathEvent {
+  memoryStoreId: string;
+  /** Wire form, `/notes/a.md`. */
+  path: string;
+  /** Where the file lies on the host. */
+  hostPath: string;
+}
+
+export interface TransferEvent extends PathEvent {
+  /** sha256 (lowercase hex) of the content written or sent. */
+  sha: string;
+}
+
+export interface ConflictEvent extends PathEvent {
+  /** sha256 of the store's version, the one that wins and is written over the file. */
+  storeSha: string;
+  /** sha256 of the local content that loses. */
+  localSha: string;
+  /** The losing local content, exactly as it is on disk. */
+  localContent: Uint8Array;
+  /** Host path of the conflict copy written beside the file (`conflictCopies: true`), else null. */
+  copyPath: string | null;
+}
+
+export interface ProgressEvent {
+  phase: 'materialize' | 'finalize';
+  memoryStoreId: string;
+  done: number;
+  total: number;
+}
+
+/** The pre-filled per-store channel the engine emits into: it adds the store and host path. */
+export interface StoreEvents {
+  /** Write the loser of a conflict beside the file (`conflictCopies`). */
+  readonly conflictCopies: boolean;
+  /** Where a wire path lies on the host. */
+  hostPath(path: string): string;
+  conflict(e: Omit<ConflictEvent, 'memoryStoreId' | 'hostPath'>): void;
+  pulled(e: { path: string; sha: string; reason: 'remote_change' | 'restore' | 'conflict' }): void;
+  pushed(e: { path: string; sha: string }): void;
+  deleted(e: { path: string; side: 'local' | 'remote' }): void;
+  refused(e: { path: string; reason: string }): void;
+  /** Counts of the current phase; dropped outside materialize and finalize. */
+  progress(done: number, total: number): void;
+}
+
+/** A typed EventEmitter whose `emit` survives throwing listeners. */
+export class MounterEventEmitter extends EventEmitter {
+  /** Where a throwing listener is reported. */
+  protected eventLogger(): Logger {
+    return debugLogger();
+  }
+
+  override on<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
+    return super.on(event, listener as (...args: unknown[]) => void);
+  }
+
+  override once<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
+    return super.once(event, listener as (...args: unknown[]) => void);
+  }
+
+  override off<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
+    return super.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  /**
+   * Calls each listener in turn; one that throws is logged and the next still runs. Returns
+   * whether any listener was called, as EventEmitter's does.
+   */
+  override emit<K extends MounterEventName>(event: K, ...args: MounterEvents[K]): boolean {
+    // rawListeners: a `once` wrapper removes itself when called, as with a plain emit.
+    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
+    for (const listener of listeners) {
+      try {
+        const result = listener.apply(this, args);
+        // An async listener's rejection is this one's too: never an unhandled rejection.
+        if (result instanceof Promise) result.catch((err: unknown) => this.listenerThrew(event, err));
+      } catch (err) {
+        this.listenerThrew(event, err);
+      }
+    }
+    return listeners.length > 0;
+  }
+
+  private listenerThrew(event: string, err: unknown): void {
+    this.eventLogger().warn('event listener threw; the sync goes on', { event, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+/**
+ * `<name>.conflict-<timestamp>.<ext>` beside `path`: `/a/notes.md` at 2025-01-02T03:04:05.678Z
+ * -> `/a/notes.conflict-20250102T030405678Z.md`. A name without an extension (or a dotfile)
+ * gets the suffix at its end. Such names never sync (see isConflictCopyName).
+ */
+export function conflictCopyPath(path: string, at: number): string {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash + 1);
+  const base = path.slice(slash + 1);
+  const stamp = new Date(at).toISOString().replace(/[-:.]/g, '');
+  const dot = base.lastIndexOf('.');
+  if (dot <= 0) return `${dir}${base}.conflict-${stamp}`;
+  return `${dir}${base.slice(0, dot)}.conflict-${stamp}${base.slice(dot)}`;
+}

@@ -1,0 +1,194 @@
+import { asStoreError, listAll } from './errors.js';
+import {
+  chooseRead,
+  emptyFeedState,
+  foldVersions,
+  forgetMemories,
+  formatTimestamp,
+  learnChange,
+  stateFromListing,
+  type FullListingReason,
+  type KnownMemory,
+  type ListedMemory,
+  type ListingPolicy,
+  type ReadTimes,
+  type RemoteChange,
+  type RemoteFeedState,
+} from './remote-feed.js';
+import { indexRemote, type RemoteIndex } from './remote-index.js';
+import type { StoreClient, StoreMemoryVersion } from './store-client.js';
+import type { Logger } from './types.js';
+
+/** How a pass learns the store's side: `auto` (the feed when it can), `full` (list it), `reuse` (what the last pass learned). */
+export type RemoteReadMode = 'auto' | 'full' | 'reuse';
+
+/** Where a pass's view of the store came from. */
+export type RemoteSource =
+  | { kind: 'feed'; versions: number; changed: number }
+  | { kind: 'listing'; reason: FullListingReason; memories: number }
+  | { kind: 'reused' };
+
+export interface RemoteViewDeps {
+  client: StoreClient;
+  storeId: string;
+  /** Bound to the store. */
+  logger: Logger;
+  policy: ListingPolicy;
+  /**
+   * How long (ms) one feed read may take, its retries included, before the pass gives up on it
+   * for a full listing.
+   */
+  feedBudgetMs: number;
+  /** The host's monotonic clock in ms (`performance.now` unless a test gives one). */
+  monotonicMs?: () => number;
+}
+
+/** Kinds of failure that say the feed is not for this session (or not this way): it is not asked again. */
+const REFUSALS = new Set(['unauthorized', 'not_found', 'rejected']);
+
+/**
+ * One store's remote side as the engine knows it between passes, and the I/O that keeps it
+ * current: a feed read (one request when nothing changed) folded in by remote-feed.ts, or a full
+ * listing when the cadence, a doubt or a failure of the feed calls for one. Every read ends in the
+ * same `indexRemote` as a listing always did, so path rules, case-insensitive twins and
+ * file/folder overlaps are judged alike whichever way the memories were learned.
+ */
+export class RemoteView {
+  #state: RemoteFeedState = emptyFeedState();
+  /** The planner's index of `#state.memories`, built on demand and kept until they change. */
+  #index: { caseInsensitive: boolean; index: RemoteIndex } | null = null;
+  /** Why the feed is never read again this session; `null` while it may be. */
+  #refused: string | null = null;
+  #passesSinceFull = 0;
+  #lastFullAt: number | null = null;
+  /** The current pass read the store (or learned it by download): the next one may reuse that. */
+  #readThisPass = false;
+  /** The pass before this one read the store: a `reuse` read may take what it learned. */
+  #reusable = false;
+  readonly #deps: RemoteViewDeps;
+  readonly #monotonicMs: () => number;
+
+  constructor(deps: RemoteViewDeps) {
+    this.#deps = deps;
+    this.#monotonicMs = deps.monotonicMs ?? (() => performance.now());
+  }
+
+  /** Starts a pass: what the previous pass read may be reused by this one, and only this one. */
+  beginPass(): void {
+    this.#reusable = this.#readThisPass;
+    this.#readThisPass = false;
+  }
+
+  /** The store's content is unknown (a wiped folder, a download about to start): the next read lists it. */
+  forget(): void {
+    this.#state = forgetMemories(this.#state);
+    this.#index = null;
+    this.#readThisPass = false;
+    this.#reusable = false;
+  }
+
+  /** A full listing made elsewhere (the download, with content) becomes the view. */
+  adoptListing(listed: readonly ListedMemory[], times: ReadTimes, now: number): void {
+    this.#setFromListing(listed, times, now);
+  }
+
+  /** What one of this session's writes or fetches returned: known at once, before the feed repeats it. */
+  learn(change: RemoteChange): void {
+    // Changed in place: this map is the view's own (a fold that changes anything returns a copy,
+    // a listing a new one), and a finalize of thousands of writes must not copy it each time.
+    learnChange(this.#state.memories as Map<string, KnownMemory>, change);
+    this.#index = null;
+  }
+
+  /**
+   * The store's memories, indexed for the planner. Throws (a StoreError) only when a full
+   * listing fails; a feed failure falls back to one.
+   */
+  async read(opts: { mode: RemoteReadMode; now: number; signal: AbortSignal; caseInsensitive: boolean }): Promise<{ index: RemoteIndex; source: RemoteSource }> {
+    const { logger } = this.#deps;
+    if (opts.mode === 'reuse' && this.#reusable) {
+      this.#readThisPass = true;
+      return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' } };
+    }
+    const choice = chooseRead({
+      mode: opts.mode === 'full' ? 'full' : 'auto',
+      feed: !this.#deps.client.listVersions ? 'absent' : this.#refused !== null ? 'refused' : 'available',
+      since: this.#state.since,
+      passesSinceFull: this.#passesSinceFull,
+      msSinceFull: this.#lastFullAt === null ? null : opts.now - this.#lastFullAt,
+      policy: this.#deps.policy,
+    });
+    let reason: FullListingReason = choice.kind === 'full' ? choice.reason : 'feed_error';
+    let accounted: { versions: StoreMemoryVersion[]; times: ReadTimes } | undefined;
+    if (choice.kind === 'feed') {
+      const read = await this.#readFeed(opts.signal);
+      if (read.kind === 'versions') {
+        const folded = foldVersions(this.#state, read.versions, read.times);
+        if (folded.kind === 'folded') {
+          if (folded.changed > 0) this.#index = null;
+          this.#state = folded.state;
+          this.#passesSinceFull++;
+          this.#readThisPass = true;
+          return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'feed', versions: read.versions.length, changed: folded.changed } };
+        }
+        reason = folded.doubt.code;
+        accounted = { versions: read.versions, times: read.times };
+        logger.debug('change feed in doubt; listing the store in full', { reason: folded.doubt.code, detail: folded.doubt.detail });
+      } else reason = read.reason;
+    }
+    const startedMs = this.#monotonicMs();
+    // One paged listing: without content a page holds 100 memories, and a fan-out would cost
+    // more requests than it saves round trips for most stores.
+    const listed = await listAll(() => this.#deps.client.list(this.#deps.storeId, { signal: opts.signal }));
+    this.#setFromListing(listed, { startedMs, endedMs: this.#monotonicMs() }, opts.now, accounted);
+    return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'listing', reason, memories: listed.length } };
+  }
+
+  /** One feed read from `since`, bounded by the budget; a failure is a reason to list instead. */
+  async #readFeed(signal: AbortSignal): Promise<
+    { kind: 'versions'; versions: StoreMemoryVersion[]; times: ReadTimes } | { kind: 'failed'; reason: FullListingReason }
+  > {
+    const { client, storeId, logger, feedBudgetMs } = this.#deps;
+    const createdAtGte = formatTimestamp(this.#state.since!);
+    // The pass's deadline, or the feed's own budget: a feed that keeps failing must leave the
+    // pass time for its full listing.
+    const budget = AbortSignal.any([signal, AbortSignal.timeout(feedBudgetMs)]);
+    const startedMs = this.#monotonicMs();
+    try {
+      const versions = await listAll(() => client.listVersions!(storeId, { createdAtGte, signal: budget }));
+      return { kind: 'versions', versions, times: { startedMs, endedMs: this.#monotonicMs() } };
+    } catch (err) {
+      // The pass itself is over: nothing to fall back to.
+      if (signal.aborted) throw err;
+      const error = asStoreError(err);
+      if (REFUSALS.has(error.kind)) {
+        const status = error.status === undefined ? error.kind : `HTTP ${error.status}, ${error.kind}`;
+        this.#refused = status;
+        logger.info('change feed not available to this session; every sync lists the store in full from now on', {
+          status: error.status,
+          kind: error.kind,
+          error: error.message,
+        });
+        return { kind: 'failed', reason: 'feed_refused' };
+      }
+      logger.debug('change feed read failed; listing the store in full for this pass', { kind: error.kind, error: error.message });
+      return { kind: 'failed', reason: 'feed_error' };
+    }
+  }
+
+  #setFromListing(listed: readonly ListedMemory[], times: ReadTimes, now: number, accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes }): void {
+    this.#state = stateFromListing(this.#state, listed, times, accounted);
+    this.#index = null;
+    this.#passesSinceFull = 0;
+    this.#lastFullAt = now;
+    this.#readThisPass = true;
+  }
+
+  #indexed(caseInsensitive: boolean): RemoteIndex {
+    if (this.#index?.caseInsensitive === caseInsensitive) return this.#index.index;
+    const memories = [...this.#state.memories].map(([id, m]) => ({ id, path: m.path, content_sha256: m.sha }));
+    const index = indexRemote(memories, { caseInsensitiveDisk: caseInsensitive });
+    this.#index = { caseInsensitive, index };
+    return index;
+  }
+}

@@ -1,0 +1,47 @@
+import type { StoreSyncReport } from './reports.js';
+import type { SyncState } from './sync-state.js';
+import type { LastScan } from './unpushed.js';
+import type { Access } from './types.js';
+
+/** One store's state, as `mounter.status()` reports it. Plain data. */
+export interface StoreStatus {
+  memoryStoreId: string;
+  name: string;
+  /** Host path of the store folder. */
+  path: string;
+  access: Access;
+  /** Clock time (ms, the `now` option's) when the last pass (or the materialize download) ended; null before materialize. */
+  lastPassAt: number | null;
+  /** The last pass's status (`downloaded` for the materialize download); null before materialize. */
+  lastOutcome: StoreSyncReport['status'] | 'downloaded' | null;
+  /** The last pass's reason, when it was skipped, failed or re-downloaded. */
+  lastReason?: string;
+  /** Clock time (ms) from which `reconcile()` without `force` runs a pass; null once finalized. */
+  nextPassDueAt: number | null;
+  /**
+   * Local files new, modified or missing against the baseline, as the last scan saw them (the
+   * download for a fresh mount: 0). Deletion candidates are in `pendingDeletions`, not here.
+   */
+  pendingLocalChanges: number;
+  /** Local deletions not sent yet (grace period, cap, `log_only` or `disabled`), from the last pass. */
+  pendingDeletions: string[];
+  /** Why the folder is no longer trusted (never synced again, SPEC 4.4); null while trusted. */
+  distrusted: string | null;
+}
+
+/**
+ * Local changes the last scan saw (against the baseline of that moment) that are still not in
+ * the store: not pushed since, not replaced by a pull (`pulled`, a conflict the store won), not
+ * refused for good. Deletion candidates are counted in `pendingDeletions` instead.
+ */
+export function pendingLocalChanges(state: SyncState, scan: LastScan | null, pulled: readonly string[]): number {
+  if (!scan) return 0;
+  const replaced = new Set(pulled);
+  let count = 0;
+  for (const [path, file] of scan.files) {
+    if (scan.baseline.get(path) === file.sha || replaced.has(path)) continue;
+    if (state.baseline.get(path) === file.sha || state.refused.get(path) === file.sha) continue;
+    count++;
+  }
+  return count;
+}

@@ -1,0 +1,66 @@
+import type { Semaphore } from 'async-mutex';
+import { listAll } from './errors.js';
+import { MAX_PATH_SEGMENTS } from './limits.js';
+import type { StoreClient, StoreFolderEntry, StoreMemory } from './store-client.js';
+
+/**
+ * Every memory of a store, listed folder by folder in parallel when the client can
+ * (`listFolder`), else by one `list` walked page after page.
+ *
+ * Fan-out: one `depth=1` listing of the root gives its memories and one roll-up per top-level
+ * folder; then each folder is listed whole (`pathPrefix`), in parallel, each listing holding
+ * one slot of `pool` for its walk. A store of F folders thus costs about (pages of the root) +
+ * (pages of its largest folder) round trips instead of (all pages). A root that holds a single
+ * folder and nothing else is descended first (`/memories/...` stores), so its sub-folders are
+ * what fans out.
+ *
+ * Like a listing, the result is not a snapshot: a memory renamed meanwhile may be met in two
+ * folders or in none (the caller's index validation and the next read settle it). A roll-up
+ * that is not a sub-folder of the folder listed (a server bug, a hostile answer) makes the
+ * fan-out give up for one plain `list`, which needs no roll-up at all.
+ */
+export async function listStore(
+  client: StoreClient,
+  storeId: string,
+  opts: { withContent: boolean; signal: AbortSignal; pool: Semaphore },
+): Promise<StoreMemory[]> {
+  const { withContent, signal, pool } = opts;
+  const wholeList = () => listAll(() => client.list(storeId, { withContent, signal }));
+  const listFolder = client.listFolder?.bind(client);
+  if (!listFolder) return wholeList();
+
+  const memories: StoreMemory[] = [];
+  let folder = '/';
+  let folders: string[] = [];
+  for (let depth = 0; ; depth++) {
+    const entries: StoreFolderEntry[] = await listAll(() => listFolder(storeId, { pathPrefix: folder, withContent, signal }));
+    folders = [];
+    let here = 0;
+    for (const entry of entries) {
+      if (entry.type === 'memory') {
+        memories.push(entry.memory);
+        here++;
+      } else if (isSubFolder(folder, entry.path)) {
+        if (!folders.includes(entry.path)) folders.push(entry.path);
+      } else return wholeList();
+    }
+    // A lone folder and nothing beside it: its own sub-folders fan out better.
+    if (here === 0 && folders.length === 1 && depth < MAX_PATH_SEGMENTS) {
+      folder = folders[0]!;
+      continue;
+    }
+    break;
+  }
+  const listed = await Promise.all(
+    folders.map((prefix) => pool.runExclusive(() => listAll(() => client.list(storeId, { withContent, pathPrefix: prefix, signal })))),
+  );
+  for (const part of listed) memories.push(...part);
+  return memories;
+}
+
+/** `path` is a folder one segment below `folder`, in wire form with its trailing `/` (what a `depth=1` roll-up is). */
+function isSubFolder(folder: string, path: string): boolean {
+  if (typeof path !== 'string' || !path.startsWith(folder) || !path.endsWith('/')) return false;
+  const name = path.slice(folder.length, -1);
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/');
+}

@@ -1,0 +1,373 @@
+import { describe, expect, it } from 'vitest';
+import type { StoreMemoryVersion } from '@memory-mounter/core';
+import {
+  chooseRead,
+  emptyFeedState,
+  FEED_OVERLAP_MS,
+  foldVersions,
+  formatTimestamp,
+  MAX_ELAPSED_CREDIT_MS,
+  parseTimestamp,
+  stateFromListing,
+  type KnownMemory,
+  type ReadChoiceInput,
+  type RemoteFeedState,
+} from '../src/remote-feed.js';
+
+// The pure fold of the change feed, row by row (see the tables in remote-feed.ts). Times are ms
+// after T0 on the server's clock; the host's monotonic clock is a separate number line.
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const ns = (ms: number) => BigInt(T0 + ms) * 1_000_000n;
+const iso = (ms: number) => new Date(T0 + ms).toISOString();
+const OVERLAP = BigInt(FEED_OVERLAP_MS) * 1_000_000n;
+/** A read that took no host time, at host time 1,000. */
+const READ = { startedMs: 1_000, endedMs: 1_000 };
+
+type Op = StoreMemoryVersion['operation'];
+function v(id: string, memoryId: string, op: Op, path: string | null, sha: string | null, atMs: number, redacted = false): StoreMemoryVersion {
+  return {
+    id,
+    memory_id: memoryId,
+    operation: op,
+    path: redacted ? null : path,
+    content_sha256: redacted || op === 'deleted' ? null : sha,
+    created_at: iso(atMs),
+    redacted_at: redacted ? iso(atMs + 1) : null,
+  };
+}
+
+const known = (path: string, sha: string, versionId: string | null, atMs: number | null): KnownMemory => ({
+  path,
+  sha,
+  versionId,
+  at: atMs === null ? null : ns(atMs),
+});
+
+/** mem_a at /a.md (sha A1, version va1 at 0), mem_b at /d/b.md (sha B1, version vb1 at 0); the feed starts at -2 s. */
+function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
+  return {
+    memories: new Map([
+      ['mem_a', known('/a.md', 'A1', 'va1', 0)],
+      ['mem_b', known('/d/b.md', 'B1', 'vb1', 0)],
+    ]),
+    since: ns(-2_000),
+    seen: new Map(),
+    mark: { at: ns(0), localMs: 1_000 },
+    ...over,
+  };
+}
+
+function folded(result: ReturnType<typeof foldVersions>): Extract<ReturnType<typeof foldVersions>, { kind: 'folded' }> {
+  if (result.kind !== 'folded') throw new Error(`expected a fold, got doubt ${result.doubt.code}: ${result.doubt.detail}`);
+  return result;
+}
+const paths = (s: RemoteFeedState) => Object.fromEntries([...s.memories].map(([id, m]) => [id, `${m.path}@${m.sha}`]));
+const doubtOf = (result: ReturnType<typeof foldVersions>) => (result.kind === 'doubt' ? result.doubt.code : 'folded');
+
+describe('timestamps', () => {
+  it.each([
+    ['2026-01-01T00:00:00Z', ns(0)],
+    ['2026-01-01T00:00:00.5Z', ns(500)],
+    ['2026-01-01T00:00:00.000000001Z', ns(0) + 1n],
+    ['2026-01-01T00:00:00.1234567891Z', ns(123) + 456_789n], // beyond ns: truncated
+    ['2026-01-01T01:00:00+01:00', ns(0)],
+    ['2026-01-01t00:00:00z', ns(0)],
+  ])('parses %s', (text, at) => {
+    expect(parseTimestamp(text)).toBe(at);
+  });
+
+  it.each(['', '2026-01-01', '2026-01-01 00:00:00Z', '2026-01-01T00:00:00', '2026-13-01T00:00:00Z', 'yesterday', 17])('refuses %s', (text) => {
+    expect(parseTimestamp(text)).toBeNull();
+  });
+
+  it('formats in UTC to the millisecond, rounding down: a bound sent is never later than the instant', () => {
+    expect(formatTimestamp(ns(0))).toBe('2026-01-01T00:00:00.000Z');
+    expect(formatTimestamp(ns(1) - 1n)).toBe('2026-01-01T00:00:00.000Z');
+    expect(formatTimestamp(ns(1))).toBe('2026-01-01T00:00:00.001Z');
+  });
+});
+
+describe('foldVersions: the read as a whole', () => {
+  it('nothing new: nothing changes, not even the map (an idle pass copies nothing)', () => {
+    const before = state();
+    const result = folded(foldVersions(before, [], READ));
+    expect(result.changed).toBe(0);
+    expect(result.state.memories).toBe(before.memories);
+  });
+
+  it('no start yet: doubt no_start', () => {
+    expect(doubtOf(foldVersions(state({ since: null }), [], READ))).toBe('no_start');
+  });
+
+  it('a version already folded in, read again through the overlap, is not applied twice', () => {
+    const once = folded(foldVersions(state(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
+    // Another writer then puts A3; the overlap reads va2 again, with va3.
+    const twice = folded(foldVersions(once.state, [v('va3', 'mem_a', 'modified', '/a.md', 'A3', 700), v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
+    expect(paths(twice.state).mem_a).toBe('/a.md@A3');
+    // And a read of only the old one changes nothing.
+    const again = folded(foldVersions(twice.state, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
+    expect(again.changed).toBe(0);
+    expect(paths(again.state).mem_a).toBe('/a.md@A3');
+  });
+
+  it('one version listed twice alike (a page boundary that moved): applied once', () => {
+    const dup = v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500);
+    const result = folded(foldVersions(state(), [dup, { ...dup }], READ));
+    expect(paths(result.state).mem_a).toBe('/a.md@A2');
+  });
+
+  it('one version id twice with different fields: doubt duplicate', () => {
+    const dup = v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500);
+    expect(doubtOf(foldVersions(state(), [dup, { ...dup, content_sha256: 'A9' }], READ))).toBe('duplicate');
+  });
+
+  it('a redacted version: doubt redacted (what it recorded is gone)', () => {
+    expect(doubtOf(foldVersions(state(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500, true)], READ))).toBe('redacted');
+    expect(doubtOf(foldVersions(state(), [v('va2', 'mem_a', 'deleted', '/a.md', null, 500, true)], READ))).toBe('redacted');
+  });
+
+  it('a version that is not a deletion, without a path or a sha: doubt pathless', () => {
+    expect(doubtOf(foldVersions(state(), [{ ...v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500), path: null }], READ))).toBe('pathless');
+    expect(doubtOf(foldVersions(state(), [{ ...v('vc', 'mem_c', 'created', '/c.md', 'C', 500), content_sha256: null }], READ))).toBe(
+      'pathless',
+    );
+  });
+
+  it('a deletion without a path is fine: the memory id says what went', () => {
+    const result = folded(foldVersions(state(), [{ ...v('va2', 'mem_a', 'deleted', '/a.md', null, 500), path: null }], READ));
+    expect(result.state.memories.has('mem_a')).toBe(false);
+  });
+
+  it('a created_at that is not RFC 3339: doubt bad_timestamp', () => {
+    expect(doubtOf(foldVersions(state(), [{ ...v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500), created_at: 'soon' }], READ))).toBe(
+      'bad_timestamp',
+    );
+  });
+
+  it('versions of different memories may share an instant', () => {
+    const result = folded(
+      foldVersions(state(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500), v('vb2', 'mem_b', 'modified', '/d/b.md', 'B2', 500)], READ),
+    );
+    expect(result.changed).toBe(2);
+  });
+
+  it('order does not matter: every permutation of a batch folds to the same state', () => {
+    const batch = [
+      v('va2', 'mem_a', 'modified', '/a.md', 'A2', 100),
+      v('va3', 'mem_a', 'modified', '/x/a.md', 'A2', 200),
+      v('va4', 'mem_a', 'modified', '/x/a.md', 'A4', 300),
+      v('vb2', 'mem_b', 'deleted', '/d/b.md', null, 150),
+      v('vc1', 'mem_c', 'created', '/d/b.md', 'C1', 250),
+    ];
+    const results = permutations(batch).map((p) => paths(folded(foldVersions(state(), p, READ)).state));
+    expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
+    expect(results[0]).toEqual({ mem_a: '/x/a.md@A4', mem_c: '/d/b.md@C1' });
+  });
+
+  it('after a fold, two memories at one path: doubt path_taken (a version was missed)', () => {
+    // mem_c created at /a.md, while mem_a is still known there: its move or deletion was missed.
+    expect(doubtOf(foldVersions(state(), [v('vc1', 'mem_c', 'created', '/a.md', 'C1', 500)], READ))).toBe('path_taken');
+  });
+
+  it('after a fold, a memory at a folder of another, or below one: doubt path_taken', () => {
+    expect(doubtOf(foldVersions(state(), [v('vc1', 'mem_c', 'created', '/a.md/c.md', 'C1', 500)], READ))).toBe('path_taken');
+    expect(doubtOf(foldVersions(state(), [v('vc1', 'mem_c', 'created', '/d', 'C1', 500)], READ))).toBe('path_taken');
+  });
+
+  it('a path freed and taken in one read is no clash', () => {
+    const result = folded(
+      foldVersions(state(), [v('va2', 'mem_a', 'modified', '/moved.md', 'A1', 400), v('vc1', 'mem_c', 'created', '/a.md', 'C1', 500)], READ),
+    );
+    expect(paths(result.state)).toEqual({ mem_a: '/moved.md@A1', mem_b: '/d/b.md@B1', mem_c: '/a.md@C1' });
+  });
+});
+
+describe('foldVersions: one memory, row by row', () => {
+  it('any: two of its versions at one instant: doubt tie (which came last is unknown)', () => {
+    const batch = [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500), v('va3', 'mem_a', 'modified', '/a.md', 'A3', 500)];
+    expect(doubtOf(foldVersions(state(), batch, READ))).toBe('tie');
+    const unknown = [v('vc1', 'mem_c', 'created', '/c.md', 'C1', 500), v('vc2', 'mem_c', 'modified', '/c.md', 'C2', 500)];
+    expect(doubtOf(foldVersions(state(), unknown, READ))).toBe('tie');
+  });
+
+  it('any: a deletion followed by another version: doubt after_delete', () => {
+    const batch = [v('va2', 'mem_a', 'deleted', '/a.md', null, 500), v('va3', 'mem_a', 'modified', '/a.md', 'A3', 600)];
+    expect(doubtOf(foldVersions(state(), batch, READ))).toBe('after_delete');
+  });
+
+  it('known: only versions older than what is known: keep', () => {
+    const result = folded(foldVersions(state(), [v('va0', 'mem_a', 'modified', '/a.md', 'A0', -500)], READ));
+    expect(result.changed).toBe(0);
+    expect(paths(result.state).mem_a).toBe('/a.md@A1');
+  });
+
+  it('known: its own version read again (after the listing that taught it): keep', () => {
+    const result = folded(foldVersions(state(), [v('va1', 'mem_a', 'modified', '/a.md', 'A1', 0)], READ));
+    expect(result.changed).toBe(0);
+  });
+
+  it("known: its own version in the read sets the known instant, even where the listing's updated_at differs", () => {
+    // Listed with updated_at 10 ms after its version was stamped; a newer version at 5 ms is newer than the version.
+    const s = state({ memories: new Map([['mem_a', known('/a.md', 'A1', 'va1', 10)]]) });
+    const result = folded(foldVersions(s, [v('va1', 'mem_a', 'modified', '/a.md', 'A1', 0), v('va2', 'mem_a', 'modified', '/a.md', 'A2', 5)], READ));
+    expect(paths(result.state).mem_a).toBe('/a.md@A2');
+  });
+
+  it('known: another version at the known instant, recording the same state: keep', () => {
+    const result = folded(foldVersions(state(), [v('vx', 'mem_a', 'modified', '/a.md', 'A1', 0)], READ));
+    expect(result.changed).toBe(0);
+  });
+
+  it('known: another version at the known instant, recording something else: doubt tie', () => {
+    expect(doubtOf(foldVersions(state(), [v('vx', 'mem_a', 'modified', '/a.md', 'A2', 0)], READ))).toBe('tie');
+    expect(doubtOf(foldVersions(state(), [v('vx', 'mem_a', 'deleted', '/a.md', null, 0)], READ))).toBe('tie');
+  });
+
+  it("known: a newer 'created': doubt recreated", () => {
+    expect(doubtOf(foldVersions(state(), [v('vx', 'mem_a', 'created', '/a.md', 'A2', 500)], READ))).toBe('recreated');
+  });
+
+  it('known: the newest is a deletion: removed', () => {
+    const result = folded(
+      foldVersions(state(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 100), v('va3', 'mem_a', 'deleted', '/a.md', null, 200)], READ),
+    );
+    expect(result.state.memories.has('mem_a')).toBe(false);
+    expect(result.changed).toBe(1);
+  });
+
+  it('known: the newest is a change: set to it, path and content (a rename moves it)', () => {
+    const result = folded(
+      foldVersions(state(), [v('va3', 'mem_a', 'modified', '/z/a.md', 'A3', 200), v('va2', 'mem_a', 'modified', '/a.md', 'A2', 100)], READ),
+    );
+    expect(result.state.memories.get('mem_a')).toEqual(known('/z/a.md', 'A3', 'va3', 200));
+  });
+
+  it('known without an instant (a client without updated_at): the newest version wins', () => {
+    const s = state({ memories: new Map([['mem_a', known('/a.md', 'A1', null, null)]]) });
+    const result = folded(foldVersions(s, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', -500), v('va3', 'mem_a', 'modified', '/a.md', 'A3', 100)], READ));
+    expect(paths(result.state).mem_a).toBe('/a.md@A3');
+  });
+
+  it('unknown: the newest is a deletion: nothing (it is absent here already)', () => {
+    const result = folded(
+      foldVersions(state(), [v('vc1', 'mem_c', 'created', '/c.md', 'C1', 100), v('vc2', 'mem_c', 'deleted', '/c.md', null, 200)], READ),
+    );
+    expect(result.state.memories.has('mem_c')).toBe(false);
+    expect(folded(foldVersions(state(), [v('vc2', 'mem_c', 'deleted', '/c.md', null, 200)], READ)).changed).toBe(0);
+  });
+
+  it("unknown: a change without its 'created' (a gap, a version past retention): doubt unknown_memory", () => {
+    expect(doubtOf(foldVersions(state(), [v('vc2', 'mem_c', 'modified', '/c.md', 'C2', 200)], READ))).toBe('unknown_memory');
+  });
+
+  it("unknown: 'created' first: set to the newest", () => {
+    const result = folded(
+      foldVersions(state(), [v('vc2', 'mem_c', 'modified', '/c2.md', 'C2', 200), v('vc1', 'mem_c', 'created', '/c.md', 'C1', 100)], READ),
+    );
+    expect(result.state.memories.get('mem_c')).toEqual(known('/c2.md', 'C2', 'vc2', 200));
+  });
+});
+
+describe('foldVersions: where the next read starts', () => {
+  it('moves to the estimated server time at the read start, less the overlap, and remembers what it folded from there on', () => {
+    // The mark: the server read 0 at host time 1,000. This read started at host 1,500 and saw a version at 1,400.
+    const result = folded(foldVersions(state(), [v('vc1', 'mem_c', 'created', '/c.md', 'C1', 1_400)], { startedMs: 1_500, endedMs: 1_520 }));
+    // The newest timestamp (1,400 at host 1,520) says the server read at least 1,380 at host 1,500.
+    expect(result.state.since).toBe(ns(1_380) - OVERLAP);
+    expect(result.state.mark).toEqual({ at: ns(1_400), localMs: 1_520 });
+    expect([...result.state.seen.keys()]).toEqual(['vc1']);
+  });
+
+  it('an idle read still moves it, by the host time elapsed since the mark', () => {
+    const result = folded(foldVersions(state(), [], { startedMs: 6_000, endedMs: 6_020 }));
+    expect(result.state.since).toBe(ns(5_000) - OVERLAP);
+    expect(result.state.mark).toEqual(state().mark);
+  });
+
+  it(`credits at most ${MAX_ELAPSED_CREDIT_MS} ms of host time to the server's clock`, () => {
+    const result = folded(foldVersions(state(), [], { startedMs: 1_000 + 3_600_000, endedMs: 1_000 + 3_600_001 }));
+    expect(result.state.since).toBe(ns(MAX_ELAPSED_CREDIT_MS) - OVERLAP);
+  });
+
+  it('never moves back, and forgets seen versions it has passed', () => {
+    const ahead = state({ since: ns(10_000), seen: new Map([['old', ns(9_000)], ['kept', ns(10_500)]]) });
+    const result = folded(foldVersions(ahead, [], READ));
+    expect(result.state.since).toBe(ns(10_000));
+    expect([...result.state.seen.keys()]).toEqual(['kept']);
+  });
+});
+
+describe('stateFromListing', () => {
+  const listed = [
+    { id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' },
+    { id: 'mem_b', path: '/d/b.md', content_sha256: 'B1', updated_at: iso(300), memory_version_id: 'vb1' },
+  ];
+
+  it('knows every memory with its version and instant; starts the feed at the newest update less the listing time and the overlap', () => {
+    const s = stateFromListing(emptyFeedState(), listed, { startedMs: 1_000, endedMs: 1_200 });
+    expect(s.memories.get('mem_b')).toEqual(known('/d/b.md', 'B1', 'vb1', 300));
+    expect(s.since).toBe(ns(300 - 200) - OVERLAP);
+    expect(s.mark).toEqual({ at: ns(300), localMs: 1_200 });
+  });
+
+  it('without updated_at nor an earlier start: no start (the next pass lists again)', () => {
+    const bare = listed.map(({ id, path, content_sha256 }) => ({ id, path, content_sha256 }));
+    expect(stateFromListing(emptyFeedState(), bare, READ).since).toBeNull();
+    expect(stateFromListing(emptyFeedState(), [], READ).since).toBeNull();
+  });
+
+  it('an earlier start stays valid: an empty store keeps the feed', () => {
+    const s = stateFromListing(state(), [], { startedMs: 1_000, endedMs: 1_000 });
+    expect(s.since).toBe(ns(0) - OVERLAP);
+    expect(s.memories.size).toBe(0);
+  });
+
+  it('a doubtful read made before the listing: its versions are reflected in it, so they are seen', () => {
+    const read = [v('vx', 'mem_b', 'modified', '/d/b.md', 'B1', 300, true)];
+    const s = stateFromListing(state(), listed, { startedMs: 1_100, endedMs: 1_100 }, { versions: read, times: { startedMs: 1_050, endedMs: 1_050 } });
+    expect([...s.seen.keys()]).toEqual(['vx']);
+    // And the next read, with that redacted version in it again, is no doubt.
+    expect(folded(foldVersions(s, read, { startedMs: 2_000, endedMs: 2_000 })).changed).toBe(0);
+  });
+
+  it('one memory met at two paths (renamed while listed): no start, so the next pass lists again', () => {
+    const s = stateFromListing(state(), [...listed, { ...listed[0]!, path: '/moved.md' }], READ);
+    expect(s.since).toBeNull();
+  });
+});
+
+describe('chooseRead, row by row', () => {
+  const input = (over: Partial<ReadChoiceInput> = {}): ReadChoiceInput => ({
+    mode: 'auto',
+    feed: 'available',
+    since: ns(0),
+    passesSinceFull: 0,
+    msSinceFull: 0,
+    policy: { everyPasses: 100, everyMs: 600_000 },
+    ...over,
+  });
+  it.each([
+    ['the final sync asks for a listing', { mode: 'full' }, 'requested'],
+    ['the client has no change feed', { feed: 'absent' }, 'no_feed'],
+    ['the feed refused this session', { feed: 'refused' }, 'feed_refused'],
+    ['no start known', { since: null }, 'no_start'],
+    ['never listed', { msSinceFull: null }, 'no_start'],
+    ['the 100th pass since the last listing', { passesSinceFull: 99 }, 'pass_count'],
+    ['10 minutes since the last listing', { msSinceFull: 600_000 }, 'interval'],
+  ] as const)('%s: full listing (%s)', (_label, over, reason) => {
+    expect(chooseRead(input(over as Partial<ReadChoiceInput>))).toEqual({ kind: 'full', reason });
+  });
+
+  it('otherwise the feed', () => {
+    expect(chooseRead(input({ passesSinceFull: 98, msSinceFull: 599_999 }))).toEqual({ kind: 'feed' });
+  });
+
+  it('every pass lists in full when everyPasses is 1', () => {
+    expect(chooseRead(input({ policy: { everyPasses: 1, everyMs: 600_000 } }))).toEqual({ kind: 'full', reason: 'pass_count' });
+  });
+});
+
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
+}

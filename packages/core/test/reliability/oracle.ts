@@ -144,7 +144,8 @@ export class Oracle {
   #seq = 0;
   #phase: Phase = 'idle';
   #passStartSeq = 0;
-  #deletesThisPass = new Map<string, number>();
+  /** store id -> the memories a delete was sent for in this pass (a retried delete is one delete). */
+  #deletesThisPass = new Map<string, Set<string>>();
   #atScan = new Map<StoreKey, ScanTime>();
   #lastSyncAt: number;
 
@@ -268,8 +269,10 @@ export class Oracle {
     else if (this.view.now() - since < graceMs) {
       this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
     }
-    const count = (this.#deletesThisPass.get(spec.id) ?? 0) + 1;
-    this.#deletesThisPass.set(spec.id, count);
+    let sent = this.#deletesThisPass.get(spec.id);
+    if (!sent) this.#deletesThisPass.set(spec.id, (sent = new Set()));
+    sent.add(request.memoryId ?? path);
+    const count = sent.size;
     const cap = deleteCapAtMost(store.seen.size);
     if (count > cap) this.violate(`${where}: delete number ${count} in one pass; the cap is at most ${cap}`);
     const applies = request.previousContent !== undefined && request.expectedSha === sha256(request.previousContent);
@@ -398,7 +401,7 @@ export class Oracle {
       if (!legit) this.violate(`I6: ${spec.id} re-downloaded though its folder held files (${r.reason})`);
       store.markerTouched = false;
     }
-    const deletes = this.#deletesThisPass.get(spec.id) ?? 0;
+    const deletes = this.#deletesThisPass.get(spec.id)?.size ?? 0;
     if (memoryFiles(atScan.tree).size === 0 && store.syncedAtLastPass.size >= 2 && deletes > 0) {
       this.violate(`I1: ${deletes} remote deletes from a pass that found every memory file of ${spec.id} gone (a wipe, SPEC 4.4)`);
     }

@@ -11,6 +11,7 @@ import {
   AgentWrite,
   DamageMarker,
   FailAfterApply,
+  FailNext,
   Finalize,
   OutageCalls,
   OutageFor,
@@ -118,6 +119,20 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
       new Reconcile(true),
       new WipeFolder('rw', 'everything'),
       new Finalize('completed'),
+    ]),
+  );
+
+  // seed 20261201 path "3374:0:0:0:1:14:13:10" (the 10,000-case fuzz on the merged engine): a delete
+  // answered `unavailable` is retried inside the pass (guarded by its sha, so safe); the oracle
+  // counted the retry as a ninth delete against a cap of 8. A retried delete is the same delete.
+  it(
+    'a delete retried after `unavailable` counts once against the per-pass cap',
+    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, bulk: true }, [
+      new FailNext('delete', 'unavailable'),
+      new AgentWrite('rw', '/a.md'),
+      new Reconcile(true),
+      new AgentRemoveDir('rw', '/bulk'),
+      new Reconcile(true),
     ]),
   );
 

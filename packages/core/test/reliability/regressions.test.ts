@@ -136,6 +136,20 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
     ]),
   );
 
+  // seed 20261201 path "1109:45:6:7:19" (same run): with finalSyncTimeout 20 ms, recover is cut off
+  // before it pushes anything and rightly leaves the folder (`unpushed`, the time bound). The
+  // model's operator then retried with the same 20 ms, and removed the folder recover had kept.
+  // The retry now gets at least 2 s, as an operator would give it.
+  it(
+    'a recover cut off by a 20 ms bound keeps the folder; the retry with 2 s pushes the edit',
+    replay({ disk: 'node', finalSyncTimeoutSeconds: 0.02, requestTimeoutSeconds: 0.1, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
+      new AgentEdit('rw', '/b.md'),
+      new AgentWrite('rw', '/d/e/f.md'),
+      new Crash(),
+      new Recover(),
+    ]),
+  );
+
   // seed 777001 path "92:0:0:0:0:0:1:0:1:1:1:8:7:11:13:13:12:7:8" (first fuzz with crashes): a pass
   // pulls the store's side of a real conflict over the agent's file, and the kill comes before
   // its report is returned. The write is lost to a store-wins conflict the dead worker could not

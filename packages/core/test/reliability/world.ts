@@ -89,6 +89,8 @@ export interface Sabotage {
 export const RECONCILE_SLACK_MS = 1_500;
 export const FINALIZE_SLACK_MS = 2_000;
 const DEFAULT_SYNC_TIMEOUT_S = 60;
+/** The bound of the operator's second `recover`, once the faults are over. */
+const RECOVER_RETRY_BOUND_S = 2;
 
 /** The message of the warning finalize logs for each store with unpushed changes (mounter.ts). */
 const UNPUSHED_WARNING = /^finalize: local changes not pushed/;
@@ -439,10 +441,13 @@ export class Case implements RequestObserver {
     await this.step('recover', async () => {
       let report = await this.runRecover();
       if (report.stores.some((s) => s.outcome === 'left' && s.left?.code === 'unpushed')) {
+        // The operator's retry: the faults are over, and the bound is at least 2 s (a scenario's
+        // 20 ms cannot finish anything).
         coverage.recoverRetries++;
         this.fake.latencyMs = 0;
         await this.faults.drain();
-        report = await this.runRecover();
+        report = await this.runRecover(Math.max(this.scenario.finalSyncTimeoutSeconds, RECOVER_RETRY_BOUND_S));
+        if (report.timedOut) this.oracle.violate(`R2: recover, with no fault, did not finish within ${RECOVER_RETRY_BOUND_S} s`);
       }
       const left = report.stores.filter((s) => s.outcome === 'left');
       for (const s of left) {
@@ -475,10 +480,10 @@ export class Case implements RequestObserver {
     });
   }
 
-  private async runRecover(): Promise<RecoveryReport> {
+  private async runRecover(finalSyncTimeout = this.scenario.finalSyncTimeoutSeconds): Promise<RecoveryReport> {
     coverage.recoveries++;
     this.oracle.beginRecover(this.trees());
-    const report = await this.timed('recover', this.finalizeBoundMs, () =>
+    const report = await this.timed('recover', finalSyncTimeout * 1000 + FINALIZE_SLACK_MS, () =>
       MemoryMounter.recover({
         storeClient: this.observedClient(),
         fileSystem: this.confinedFileSystem(),
@@ -486,7 +491,7 @@ export class Case implements RequestObserver {
         memoryRoot: this.memoryRoot,
         logger: this.logger,
         now: () => this.clock.now,
-        finalSyncTimeout: this.scenario.finalSyncTimeoutSeconds,
+        finalSyncTimeout,
         ...(this.scenario.requestTimeoutSeconds !== undefined && { requestTimeout: this.scenario.requestTimeoutSeconds }),
       }),
     );

@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import type { StoreErrorKind } from '@memory-mounter/core';
 import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
 import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
+import type { StallAt } from './fault-ledger.js';
 import type { Oracle, StoreKey } from './oracle.js';
-import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleaving, type Scenario } from './world.js';
+import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type CrashPoint, type Interleaving, type Scenario } from './world.js';
 
 /**
  * The steps of a case, as fast-check commands, and the arbitraries that generate them. Each
@@ -13,12 +14,19 @@ import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type Interleavi
 export type Step = fc.AsyncCommand<Oracle, Case>;
 
 abstract class CaseStep implements Step {
-  /** Nothing runs after finalize. */
+  /** Nothing runs after finalize; while the worker is dead, neither it nor its agent acts. */
   check(model: Readonly<Oracle>): boolean {
-    return !model.finalized;
+    return !model.finalized && !model.crashed;
   }
   abstract run(model: Oracle, c: Case): Promise<void>;
   abstract toString(): string;
+}
+
+/** A step of the world outside the worker (the other writer, the network, the clock): it goes on while the worker is dead. */
+abstract class WorldStep extends CaseStep {
+  override check(model: Readonly<Oracle>): boolean {
+    return !model.finalized;
+  }
 }
 
 // --- The agent -------------------------------------------------------------------------------
@@ -146,12 +154,12 @@ export class DamageMarker extends CaseStep {
 
 // --- The other writer ------------------------------------------------------------------------
 
-export class RemoteWrite extends CaseStep {
+export class RemoteWrite extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')}\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')}\n`));
   }
   toString() {
     return `remote.write(${this.store}, ${this.path})`;
@@ -162,12 +170,12 @@ export class RemoteWrite extends CaseStep {
  * The other writer (or a buggy service) puts a memory at a path no mount may hold: the marker,
  * a temp-file name, a backslash, a `..` segment. The engine must skip it, never write or delete.
  */
-export class RemoteWriteHostile extends CaseStep {
+export class RemoteWriteHostile extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.putAs(c.spec(this.store).id, this.path, `${c.token('remote')} hostile\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')} hostile\n`));
   }
   toString() {
     return `remote.writeHostile(${this.store}, ${JSON.stringify(this.path)})`;
@@ -175,15 +183,15 @@ export class RemoteWriteHostile extends CaseStep {
 }
 
 /** The other writer happens to write exactly what the local file holds (both changed alike). */
-export class RemoteCopyLocal extends CaseStep {
+export class RemoteCopyLocal extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => {
+    return c.remoteStep(this.toString(), this.store, (id) => {
       const bytes = c.disk.readFile(`${c.spec(this.store).root}${this.path}`);
       const text = bytes && new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(c.spec(this.store).id, this.path, text);
+      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(id, this.path, text);
     });
   }
   toString() {
@@ -191,13 +199,12 @@ export class RemoteCopyLocal extends CaseStep {
   }
 }
 
-export class RemoteRename extends CaseStep {
+export class RemoteRename extends WorldStep {
   constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => {
-      const id = c.spec(this.store).id;
+    return c.remoteStep(this.toString(), this.store, (id) => {
       if (c.fake.snapshot(id)[this.to] === undefined) c.fake.renameAs(id, this.from, this.to);
     });
   }
@@ -206,12 +213,12 @@ export class RemoteRename extends CaseStep {
   }
 }
 
-export class RemoteDelete extends CaseStep {
+export class RemoteDelete extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.step(this.toString(), () => void c.fake.removeAs(c.spec(this.store).id, this.path));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.removeAs(id, this.path));
   }
   toString() {
     return `remote.delete(${this.store}, ${this.path})`;
@@ -221,7 +228,7 @@ export class RemoteDelete extends CaseStep {
 // --- Faults and the clock --------------------------------------------------------------------
 
 /** The next `times` requests of `op` fail with `kind` before the store applies anything. */
-export class FailNext extends CaseStep {
+export class FailNext extends WorldStep {
   constructor(readonly op: StoreOp, readonly kind: StoreErrorKind, readonly times = 1) {
     super();
   }
@@ -234,7 +241,7 @@ export class FailNext extends CaseStep {
 }
 
 /** The next write of `op` is applied, then answered `unavailable`. */
-export class FailAfterApply extends CaseStep {
+export class FailAfterApply extends WorldStep {
   constructor(readonly op: StoreWriteOp) {
     super();
   }
@@ -246,7 +253,55 @@ export class FailAfterApply extends CaseStep {
   }
 }
 
-export class SetLatency extends CaseStep {
+/**
+ * The next `times` requests of `op` never answer and ignore their abort signal (a stalled
+ * connection): `before` the store sees them, or `after` it applied the write (or, for a listing,
+ * after the first memory). The engine must give up on each at `requestTimeout` and its passes
+ * must still end within their bounds.
+ */
+export class StallNext extends WorldStep {
+  constructor(readonly op: StoreOp, readonly times: number, readonly at: StallAt) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.stallNext(this.op, this.times, this.at));
+  }
+  toString() {
+    return `stall(${this.op}${this.times > 1 ? ` x${this.times}` : ''}${this.at === 'after' ? ', after apply' : ''})`;
+  }
+}
+
+/** An outage: the next `calls` requests, whatever their op, fail `unavailable` before the store sees them. */
+export class OutageCalls extends WorldStep {
+  constructor(readonly calls: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.outage({ calls: this.calls }));
+  }
+  toString() {
+    return `outage(next ${this.calls} calls)`;
+  }
+}
+
+/**
+ * An outage for a span of model time: every request fails `unavailable` until the model clock
+ * has moved `seconds` on (only `clock +=` steps move it; a pass in between fails throughout,
+ * retrying until its deadline).
+ */
+export class OutageFor extends WorldStep {
+  constructor(readonly seconds: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.outage({ untilMs: c.clock.now + this.seconds * 1000 }));
+  }
+  toString() {
+    return `outage(for ${this.seconds} s of model time)`;
+  }
+}
+
+export class SetLatency extends WorldStep {
   constructor(readonly ms: number) {
     super();
   }
@@ -260,7 +315,7 @@ export class SetLatency extends CaseStep {
   }
 }
 
-export class AdvanceClock extends CaseStep {
+export class AdvanceClock extends WorldStep {
   constructor(readonly seconds: number) {
     super();
   }
@@ -301,6 +356,45 @@ export class Finalize extends CaseStep {
   }
 }
 
+// --- Crash and recovery ------------------------------------------------------------------------
+
+/** SIGKILL of the worker between two steps: no finalize; its folders stay as they are. */
+export class Crash extends CaseStep {
+  run(_m: Oracle, c: Case) {
+    return c.crash(this.toString());
+  }
+  toString() {
+    return 'crash';
+  }
+}
+
+/** SIGKILL during a forced pass, at the `nth` request of `op` (sent to the store, or not). */
+export class CrashDuringPass extends CaseStep {
+  constructor(readonly at: CrashPoint) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.crashDuringPass(this.toString(), this.at);
+  }
+  toString() {
+    const { op, nth, applied } = this.at;
+    return `reconcile(force) + crash at ${op} #${nth}${op === 'list' || op === 'get' ? '' : applied ? ' (applied)' : ' (not sent)'}`;
+  }
+}
+
+/** The next worker: `MemoryMounter.recover` with the same stateDir, then a fresh mounter at the same paths. */
+export class Recover extends CaseStep {
+  override check(model: Readonly<Oracle>): boolean {
+    return !model.finalized && model.crashed;
+  }
+  run(_m: Oracle, c: Case) {
+    return c.recover();
+  }
+  toString() {
+    return 'recover + restart';
+  }
+}
+
 // --- Arbitraries -----------------------------------------------------------------------------
 
 const storeKey = fc.constantFrom<StoreKey>('rw', 'rw', 'rw', 'ro');
@@ -314,6 +408,10 @@ const writeKind = fc.oneof(
 );
 const storeOp = fc.constantFrom<StoreOp>('list', 'get', 'create', 'update', 'delete');
 const writeOp = fc.constantFrom<StoreWriteOp>('create', 'update', 'delete');
+/** A stall after apply means something only for writes, and for a listing (after its first memory). */
+const stall: fc.Arbitrary<Step> = fc
+  .tuple(storeOp, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom<StallAt>('before', 'after'))
+  .map(([op, times, at]) => new StallNext(op, times, op === 'get' ? 'before' : at));
 const faultKind = fc.constantFrom<StoreErrorKind>(
   'unavailable',
   'unavailable',
@@ -354,6 +452,12 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(4, fc.tuple(storeKey, file).map(([s, p]) => new RemoteDelete(s, p))),
   weighted(6, fc.tuple(storeOp, faultKind, fc.integer({ min: 1, max: 2 })).map(([op, k, n]) => new FailNext(op, k, n))),
   weighted(3, writeOp.map((op) => new FailAfterApply(op))),
+  // An outage costs real time (each pass in it runs to its deadline): rare, so the CI slice stays short.
+  weighted(2, stall),
+  weighted(
+    1,
+    fc.oneof(fc.constantFrom(1, 2, 3, 5, 8).map((n): Step => new OutageCalls(n)), fc.constantFrom(1, 4, 16).map((s): Step => new OutageFor(s))),
+  ),
   weighted(2, fc.constantFrom(0, 0, 1, 3).map((ms) => new SetLatency(ms))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<WipeKind>('remove_folder', 'files_only', 'everything')).map(([s, h]) => new WipeFolder(s, h))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<MarkerDamage>('delete', 'foreign', 'garbage')).map(([s, h]) => new DamageMarker(s, h))),
@@ -361,6 +465,14 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(10, fc.boolean().map((force) => new Reconcile(force))),
   weighted(6, interleaving.map((i) => new Reconcile(true, i))),
   weighted(1, fc.constantFrom<'completed' | 'aborted'>('completed', 'aborted').map((o) => new Finalize(o))),
+  weighted(1, fc.constant(new Crash())),
+  weighted(
+    1,
+    fc
+      .record({ op: fc.constantFrom<StoreOp>('list', 'list', 'get', 'create', 'update', 'update'), nth: fc.constantFrom(1, 1, 2), applied: fc.boolean() })
+      .map((at) => new CrashDuringPass(at)),
+  ),
+  weighted(4, fc.constant(new Recover())),
 );
 
 export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbitrary<Scenario> {
@@ -369,7 +481,11 @@ export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbi
     deletionMode: fc.constantFrom<Scenario['deletionMode']>('enabled', 'enabled', 'enabled', 'log_only', 'disabled'),
     graceSeconds: fc.constantFrom(0, 5, 30),
     syncIntervalSeconds: fc.constantFrom(5, 15),
-    finalSyncTimeoutSeconds: fc.constantFrom(30, 30, 30, 0.02),
+    // Small bounds, so a stall or an outage costs a fraction of a second of real time (T1 is
+    // checked on the wall clock); 0.02 s exercises finalize cut off before it starts anything.
+    finalSyncTimeoutSeconds: fc.constantFrom(1, 1, 2, 0.02),
+    requestTimeoutSeconds: fc.constantFrom(0.05, 0.1, 0.2),
+    syncTimeoutSeconds: fc.constantFrom(0.5, 0.5, 0.5, 1),
     seedRw: fc.subarray([...FILE_PATHS]),
     seedRo: fc.subarray([...FILE_PATHS]),
     bulk: fc.boolean(),

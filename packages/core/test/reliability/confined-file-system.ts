@@ -9,6 +9,9 @@ import type { EntryKind } from './host-disk.js';
  * (where even O_NOFOLLOW would follow the link), is recorded as a violation, and the call still
  * goes ahead so that the rest of the case shows what it did.
  *
+ * The mounter's crash-recovery records live outside memoryRoot, in `stateDir`: paths in it
+ * are allowed too (when one is given), and nothing beyond.
+ *
  * A path through a pinned handle (`/proc/self/fd/<fd>/name`) is judged where the kernel will
  * take it: the folder the descriptor holds, wherever that folder is now.
  */
@@ -18,6 +21,7 @@ export class ConfinedFileSystem implements FileSystem {
     private readonly memoryRoot: string,
     private readonly kindOf: (path: string) => EntryKind | null,
     private readonly report: (violation: string) => void,
+    private readonly stateDir?: string,
   ) {}
 
   lstat(path: string): Promise<FileStat | null> {
@@ -68,6 +72,7 @@ export class ConfinedFileSystem implements FileSystem {
 
   private check(op: string, path: string): void {
     const normalised = posix.normalize(viaDescriptor(path));
+    if (this.stateDir !== undefined && (normalised === this.stateDir || normalised.startsWith(`${this.stateDir}/`))) return;
     if (normalised !== this.memoryRoot && !normalised.startsWith(`${this.memoryRoot}/`)) {
       this.report(`filesystem ${op} outside memoryRoot: ${path}`);
       return;

@@ -17,6 +17,32 @@ export const coverage = {
   faultsFired: 0,
   finalizes: 0,
   finalizeBoundsHit: 0,
+  finalizesWithUnpushed: 0,
+  /** Calls held forever by a stall fault, and calls failed by an outage. */
+  stalledCalls: 0,
+  outageFailures: 0,
+  /** Passes a time bound cut short (a fault, or a slow host), and quiescent ones among them. */
+  passesCutOff: 0,
+  quiescentPassesCutOff: 0,
+  /** The slowest reconcile and finalize seen on the wall clock. */
+  slowestReconcileMs: 0,
+  slowestFinalizeMs: 0,
+  /** Workers killed (between steps or during a pass), recover runs, and what they did. */
+  crashes: 0,
+  recoveries: 0,
+  recoverRetries: 0,
+  /** Store-wins pulls made by a pass the kill cut short (its report lost with the worker). */
+  conflictsCutByKill: 0,
+  foldersRecovered: 0,
+  /** Folders still left after the retry (the operator removes them), and those left as unpushed. */
+  foldersLeftByRecover: 0,
+  foldersLeftUnpushedAfterRetry: 0,
+  /** Restarts whose download an outage failed, started again once it was over. */
+  restartsRetried: 0,
+  recoverPushed: 0,
+  recoverConflicts: 0,
+  /** Wall time spent inside materialize, reconcile and finalize, all cases together. */
+  engineWallMs: 0,
 };
 
 /** Zeroes the counters (and the known-bug hits) before a run. */

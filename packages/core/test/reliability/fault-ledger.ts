@@ -7,8 +7,27 @@ import type { InMemoryStoreClient, StoreOp, StoreWriteOp } from '@memory-mounter
  * The fake has no way to cancel a queued fault, and quiescence needs a store without faults. The
  * ledger counts each fault as it fires (the fake's messages say "injected ..."), and `drain`
  * spends the rest on a scratch store that the engine never mounts.
+ *
+ * Two kinds of fault live here rather than in the fake, because the fake honours its abort
+ * signal and fails one op at a time: **stalls** (a call that never answers and ignores its
+ * signal, as a stalled TCP connection does; optionally after the store applied the write, or
+ * after the first memory of a listing) and **outages** (every call, of any op, answered
+ * `unavailable`, for the next N calls or until the model clock reaches a time). The
+ * ObservedStoreClient asks `intercept` before each request; `drain` cancels what is left.
  */
 export const SCRATCH_STORE = 'memstore_scratch';
+
+/**
+ * Where a stalled call stops answering: `before` the store sees it, or `after` it applied a
+ * write (the answer is lost) or sent the first memory of a listing.
+ */
+export type StallAt = 'before' | 'after';
+
+/** What happens to one request instead of (or after) the fake answering it. */
+export type Interception = { kind: 'stall'; at: StallAt } | { kind: 'outage' };
+
+/** The message of an outage's failures: not the fake's "injected ..." form, so not counted twice. */
+export const OUTAGE_MESSAGE = 'outage (test): service unavailable';
 
 const INJECTED_BEFORE = /^injected \w+ on (\w+)$/;
 const INJECTED_AFTER = /^injected unavailable after (\w+) was applied$/;
@@ -16,6 +35,8 @@ const INJECTED_AFTER = /^injected unavailable after (\w+) was applied$/;
 export class FaultLedger {
   readonly #queuedBefore = new Map<StoreOp, number>();
   readonly #queuedAfter = new Map<StoreWriteOp, number>();
+  readonly #stalls = new Map<StoreOp, StallAt[]>();
+  #outage: { calls: number } | { untilMs: number } | null = null;
   #scratchCounter = 0;
 
   constructor(private readonly fake: InMemoryStoreClient) {}
@@ -32,6 +53,38 @@ export class FaultLedger {
     bump(this.#queuedAfter, op, 1);
   }
 
+  /** The next `times` requests of `op` never answer, whatever their signal says. */
+  stallNext(op: StoreOp, times: number, at: StallAt): void {
+    const queue = this.#stalls.get(op) ?? [];
+    for (let i = 0; i < times; i++) queue.push(at);
+    this.#stalls.set(op, queue);
+  }
+
+  /** Every request fails `unavailable`: the next `calls` of them, or until the clock reads `untilMs`. */
+  outage(spec: { calls: number } | { untilMs: number }): void {
+    this.#outage = spec;
+  }
+
+  /**
+   * Asked before each request the engine sends (after the oracle saw it): an outage fails it, a
+   * queued stall for its op holds it forever. `now` is the model clock.
+   */
+  intercept(op: StoreOp, now: number): Interception | undefined {
+    const outage = this.#outage;
+    if (outage && 'calls' in outage) {
+      if (outage.calls > 0) {
+        outage.calls--;
+        return { kind: 'outage' };
+      }
+      this.#outage = null;
+    } else if (outage) {
+      if (now < outage.untilMs) return { kind: 'outage' };
+      this.#outage = null;
+    }
+    const at = this.#stalls.get(op)?.shift();
+    return at === undefined ? undefined : { kind: 'stall', at };
+  }
+
   /** Called with every error the fake raised: counts the injected ones. True for an injected one. */
   noteFailure(error: unknown): boolean {
     const message = error instanceof Error ? error.message : '';
@@ -43,13 +96,16 @@ export class FaultLedger {
   }
 
   get pending(): number {
-    let n = 0;
+    let n = this.#outage ? 1 : 0;
+    for (const queue of this.#stalls.values()) n += queue.length;
     for (const count of [...this.#queuedBefore.values(), ...this.#queuedAfter.values()]) n += count;
     return n;
   }
 
-  /** Fires every fault still queued, on the scratch store. */
+  /** Fires every fault still queued, on the scratch store; stalls and outages are called off. */
   async drain(): Promise<void> {
+    this.#stalls.clear();
+    this.#outage = null;
     const scratch = this.fake;
     // Faults before apply first: while one is queued, a write would consume it instead of applying.
     for (const [op, count] of this.#queuedBefore) {

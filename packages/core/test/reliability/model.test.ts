@@ -8,9 +8,11 @@ import type { Scenario } from './world.js';
 /**
  * Model-based random testing of the engine (issue 5, part 1). Each case materializes two stores
  * (one read_write, one read_only) on a real temp dir or memfs, runs up to 30 random steps —
- * agent edits, another writer, faults, wipes, marker damage, clock jumps, reconcile and finalize —
- * checking the invariants of oracle.ts after every step, then (unless it finalized) drains the
- * faults, runs two forced passes, checks convergence and finalizes.
+ * agent edits, another writer, faults (failed calls, calls that never answer, outages), wipes,
+ * marker damage, clock jumps, reconcile and finalize — checking the invariants of oracle.ts after
+ * every step (and each engine call's time bound on the wall clock: the engine's timers are real,
+ * so the scenarios use small ones), then (unless it finalized) drains the faults, runs two forced
+ * passes, checks convergence and finalizes.
  *
  * CI runs a fixed-seed slice, so a red CI replays with the same numbers. `pnpm test:fuzz` sets
  * FUZZ_RUNS (default 10,000; FUZZ_SEED and FUZZ_DISK optional) and runs that many cases from a

@@ -1,11 +1,14 @@
-import type { StoreClient, StoreMemory } from '@memory-mounter/core';
+import { StoreError, type StoreClient, type StoreMemory } from '@memory-mounter/core';
 import type { InMemoryStoreClient, StoreOp } from '@memory-mounter/testing';
+import { OUTAGE_MESSAGE, type Interception } from './fault-ledger.js';
 
 /**
  * The StoreClient the engine is given in the reliability tests: the in-memory fake, with every
  * request shown to an observer first. The observer checks the request against the invariants
  * while the store is still as it was (so a delete can be judged against the file it replaces),
- * and may let the agent act while the request is "in flight".
+ * and may let the agent act while the request is "in flight". The observer may also intercept a
+ * request: fail it as part of an outage, or stall it (a call that never answers and ignores its
+ * abort signal, before or after the store applied it).
  */
 
 /** One request as the engine sent it, resolved against the store before it is applied. */
@@ -26,8 +29,15 @@ export interface OutgoingRequest {
 export interface RequestObserver {
   /** Called before the fake sees the request; the request waits for it. */
   beforeRequest(request: OutgoingRequest): Promise<void> | void;
-  /** Called when the fake failed the request. */
+  /** Called when the fake failed the request (or an outage did). */
   afterFailure(request: OutgoingRequest, error: unknown): void;
+  /** Asked after `beforeRequest`: a fault to play instead of (or after) the fake's answer. */
+  intercept?(request: OutgoingRequest): Interception | undefined;
+}
+
+/** A call that never answers: its promise never settles, whatever its signal does. */
+function never<T>(): Promise<T> {
+  return new Promise<T>(() => undefined);
 }
 
 export class ObservedStoreClient implements StoreClient {
@@ -42,8 +52,18 @@ export class ObservedStoreClient implements StoreClient {
   ): AsyncIterable<StoreMemory> {
     const request: OutgoingRequest = { op: 'list', storeId };
     await this.observer.beforeRequest(request);
+    const fault = this.observer.intercept?.(request);
+    if (fault?.kind === 'outage') throw this.outage(request);
+    if (fault?.kind === 'stall' && fault.at === 'before') await never();
     try {
-      for await (const memory of this.fake.list(storeId, opts)) yield memory;
+      let first = true;
+      for await (const memory of this.fake.list(storeId, opts)) {
+        yield memory;
+        // Stalled after the first memory: the rest of the listing never comes.
+        if (first && fault?.kind === 'stall') await never();
+        first = false;
+      }
+      if (fault?.kind === 'stall') await never();
     } catch (err) {
       this.observer.afterFailure(request, err);
       throw err;
@@ -74,6 +94,12 @@ export class ObservedStoreClient implements StoreClient {
     return this.send(request, () => this.fake.delete(storeId, memoryId, opts));
   }
 
+  private outage(request: OutgoingRequest): StoreError {
+    const error = new StoreError('unavailable', `${OUTAGE_MESSAGE} (${request.op})`, { status: 503 });
+    this.observer.afterFailure(request, error);
+    return error;
+  }
+
   /** Fills in the path and current content of the memory a request names. */
   private resolve(request: OutgoingRequest): OutgoingRequest {
     const memory = this.fake.memories(request.storeId).find((m) => m.id === request.memoryId);
@@ -86,6 +112,13 @@ export class ObservedStoreClient implements StoreClient {
 
   private async send<T>(request: OutgoingRequest, call: () => Promise<T>): Promise<T> {
     await this.observer.beforeRequest(request);
+    const fault = this.observer.intercept?.(request);
+    if (fault?.kind === 'outage') throw this.outage(request);
+    if (fault?.kind === 'stall') {
+      // After: the store applies the write (or fails it), and the answer is lost.
+      if (fault.at === 'after') await call().catch(() => undefined);
+      return never();
+    }
     try {
       return await call();
     } catch (err) {

@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { DirEntry, FileSystem, StoreClient } from '@memory-mounter/core';
-import { AgentEdit, AgentLinkOutside, Reconcile } from './commands.js';
+import { StoreError, type DirEntry, type FileSystem, type FinalizeReport, type StoreClient } from '@memory-mounter/core';
+import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover } from './commands.js';
 import { runCase } from './run-case.js';
 import { sha256 } from './tree.js';
 import { Case, CANARY_TEXT, type Scenario } from './world.js';
@@ -33,6 +33,89 @@ describe('the oracle catches a planted defect', () => {
     });
     await expect(runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true)], { client: swallowUpdates })).rejects.toThrow(
       /I2: the agent's write to \/a\.md in memstore_rw is lost/,
+    );
+  });
+
+  it("I2: a false conflict: the engine's own earlier push taken for a remote edit overwrites the agent's later write", async () => {
+    // A service that, unlike the real one, checks the precondition of an update even when the
+    // memory already holds what is asked: the retry of an update whose first answer was lost
+    // then fails, and the engine no longer knows the store holds its own write.
+    let answerLost = false;
+    const strictRetries = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      delete: (...args) => client.delete(...args),
+      update: async (storeId, memoryId, input, opts) => {
+        if (!answerLost) {
+          answerLost = true;
+          await client.update(storeId, memoryId, input, opts);
+          throw new StoreError('unavailable', 'the answer was lost');
+        }
+        const current = await client.get(storeId, memoryId);
+        if (input.expected_content_sha256 !== undefined && current.content_sha256 !== input.expected_content_sha256) {
+          throw new StoreError('precondition_failed', 'content_sha256 does not match');
+        }
+        return client.update(storeId, memoryId, input, opts);
+      },
+    });
+    await expect(
+      runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true), new AgentEdit('rw', '/a.md'), new Reconcile(true)], {
+        client: strictRetries,
+      }),
+    ).rejects.toThrow(/I2: a conflict at \/a\.md in memstore_rw overwrote the agent's write with content only the engine itself sent there/);
+  });
+
+  it('I2: finalize names an unpushed path in its report but not in its warning', async () => {
+    const c = await Case.open(scenario);
+    try {
+      c.oracle.beginPass('finalize_completed', c.trees());
+      const empty = { startedAt: 0, finishedAt: 0, forced: true, stores: [] };
+      const report: FinalizeReport = {
+        outcome: 'completed',
+        sync: empty,
+        flush: empty,
+        timedOut: { sync: false, flush: false },
+        unpushed: [{ memoryStoreId: 'memstore_rw', path: '/a.md', reason: 'push failed (unavailable)' }],
+        removed: [],
+        leftInPlace: [],
+      };
+      c.oracle.endFinalize(report, c.trees(), [{ memory_store_id: 'memstore_rw', paths: [] }]);
+      expect(c.oracle.violations.join('\n')).toMatch(/I2: finalize's warning does not name \/a\.md of memstore_rw/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('T1: a finalize slower than finalSyncTimeout + 2 s', { timeout: 20_000 }, async () => {
+    // The first removal finalize makes takes 2.5 s: past the 0.02 s + 2 s bound, though no
+    // store call is slow.
+    let slowed = false;
+    const slowRemoval = (fs: FileSystem): FileSystem => ({
+      ...bound(fs),
+      rm: async (p, o) => {
+        if (!slowed) {
+          slowed = true;
+          await new Promise((resolve) => setTimeout(resolve, 2_500));
+        }
+        return fs.rm(p, o);
+      },
+    });
+    await expect(runCase({ ...scenario, finalSyncTimeoutSeconds: 0.02 }, [new Finalize('completed')], { fileSystem: slowRemoval })).rejects.toThrow(
+      /T1: finalize took \d+ ms; its bound is 2020 ms/,
+    );
+  });
+
+  it('R2: a recovery whose creates are acknowledged but never applied removes the folder with the write', async () => {
+    const swallowCreates = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      update: (...args) => client.update(...args),
+      delete: (...args) => client.delete(...args),
+      create: async (_storeId, input) => ({ id: 'mem_swallowed', path: input.path, content_sha256: sha256(input.content) }),
+    });
+    await expect(runCase(scenario, [new AgentWrite('rw', '/g/h.md'), new Crash(), new Recover()], { client: swallowCreates })).rejects.toThrow(
+      /R2: recover, .*\/rw: removed with the agent's write to \/g\/h\.md neither in the store nor named by the report/,
     );
   });
 

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
-import type { Access, DeletionMode, FinalizeReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import type { Access, DeletionMode, FinalizeReport, RecoveredStoreReport, RecoveryReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { EntryKind, Tree } from './host-disk.js';
 import { knownBugHits, type KnownBug } from './known-bugs.js';
 import type { OutgoingRequest } from './observed-store-client.js';
@@ -18,20 +18,34 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     by finalize('completed')), the marker intact, a precondition sent, no more deletes in the
  *     pass than the cap allows, and the content deleted is one the folder held at that path;
  *     a pass that finds every memory file gone while two or more were in sync sends none (4.4);
- *  I2 no local write lost: every content the agent wrote, and did not itself overwrite or
- *     remove, is on disk or in the store after every step, unless a later pass reported the
- *     path in `conflicts` (store wins) — or finalize named it in `unpushed` before
- *     removing the folder;
+ *  I2 no acknowledged local write lost unless a named report entry says so: every content the
+ *     agent wrote, and did not itself overwrite or remove, is on disk or in the store after every
+ *     step, unless a later pass reported the path in `conflicts` (store wins) — or finalize
+ *     named it in `unpushed`, with a reason, before removing the folder, and its warning named
+ *     the path too (SPEC 6.2). A conflict counts only if it is real: the store must not hold,
+ *     at that path, content only the engine itself ever sent there (its own earlier push taken
+ *     for a remote edit would overwrite the agent's later write in the store's name);
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
  *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
  *  I5 read-only stores never receive create, update or delete;
  *  I6 a folder is distrusted only after its marker was damaged, and a distrusted folder is left
- *     exactly as found; a re-download happens only when the folder is gone, emptied, or wiped
+ *     exactly as found (finalize removes it only when it is empty); a re-download happens only when the folder is gone, emptied, or wiped
  *     (no file the baseline knows is left);
  *  I7 after quiescence a read_write store and its folder hold the same files, every difference
  *     being reported (refused, skipped, pending deletion); a read-only folder differs only by
  *     the agent's own edits (reported refused) and deletions;
- *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed.
+ *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed;
+ *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
+ *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
+ *     store does;
+ *  R1 after finalize, stateDir holds a state record for exactly the folders left in place;
+ *  R2 after a crash (SIGKILL, between steps or at a request of a pass), `MemoryMounter.recover`:
+ *     sends no delete and nothing to a read-only store; removes a folder only when every agent
+ *     write in it that reached the disk before the kill is in the store or lost a real conflict
+ *     it reports; leaves any other folder exactly as it was, saying why (its marker damaged, or
+ *     `unpushed` naming every write it could not push); and once faults are over and the
+ *     operator removed what it could not vouch for, the next worker materializes at the same
+ *     paths (0 refused restarts) with no state record left behind.
  */
 export type StoreKey = 'rw' | 'ro';
 
@@ -85,6 +99,10 @@ export class StoreModel {
   readonly missingSince = new Map<string, number>();
   /** path -> every sha the folder has held at that path. */
   readonly seen = new Map<string, Set<string>>();
+  /** path -> every sha the other writer put at that path (a write, a copy, a rename onto it). */
+  readonly remoteAuthored = new Map<string, Set<string>>();
+  /** path -> every sha the engine sent to that path (create or update). */
+  readonly enginePushed = new Map<string, Set<string>>();
   /** Paths the agent deleted in a read-only folder (the engine leaves them gone). */
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
@@ -95,13 +113,17 @@ export class StoreModel {
   constructor(readonly spec: StoreSpec) {}
 
   see(path: string, sha: string): void {
-    let shas = this.seen.get(path);
-    if (!shas) this.seen.set(path, (shas = new Set()));
-    shas.add(sha);
+    addTo(this.seen, path, sha);
   }
 }
 
-type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted';
+function addTo(map: Map<string, Set<string>>, path: string, sha: string): void {
+  let shas = map.get(path);
+  if (!shas) map.set(path, (shas = new Set()));
+  shas.add(sha);
+}
+
+type Phase = 'idle' | 'reconcile' | 'finalize_completed' | 'finalize_aborted' | 'recover';
 
 interface ScanTime {
   tree: Tree;
@@ -115,10 +137,15 @@ export class Oracle {
   readonly violations: string[] = [];
   readonly stores: StoreModel[];
   finalized = false;
+  /** The worker was killed and no new one has started yet. */
+  crashed = false;
+  /** Each folder as it was when the running recover began. */
+  #atRecover = new Map<StoreKey, Tree>();
   #seq = 0;
   #phase: Phase = 'idle';
   #passStartSeq = 0;
-  #deletesThisPass = new Map<string, number>();
+  /** store id -> the memories a delete was sent for in this pass (a retried delete is one delete). */
+  #deletesThisPass = new Map<string, Set<string>>();
   #atScan = new Map<StoreKey, ScanTime>();
   #lastSyncAt: number;
 
@@ -189,11 +216,20 @@ export class Oracle {
     if (markerBefore?.sha !== markerAfter?.sha || markerBefore?.kind !== markerAfter?.kind) store.markerTouched = true;
   }
 
+  // --- The other writer ------------------------------------------------------------------------
+
+  /** Records what the other writer changed in a store (from snapshots around its action). */
+  noteRemoteChange(key: StoreKey, before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): void {
+    const store = this.store(key);
+    for (const [path, sha] of after) if (before.get(path) !== sha) addTo(store.remoteAuthored, path, sha);
+  }
+
   // --- Requests, judged as they are sent ------------------------------------------------------
 
   checkRequest(request: OutgoingRequest): void {
     const store = this.stores.find((s) => s.spec.id === request.storeId);
     if (!store || request.op === 'list' || request.op === 'get') return;
+    if (this.#phase === 'recover' && request.op === 'delete') this.violate(`R2: recover sent a delete of ${request.path ?? request.memoryId} to ${store.spec.id}`);
     if (store.spec.access === 'read_only') {
       this.violate(`I5: ${request.op} of ${request.path ?? request.memoryId} sent to the read-only store ${store.spec.id}`);
     }
@@ -208,6 +244,7 @@ export class Oracle {
       this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
     }
     if (request.content === undefined) return;
+    if (request.path !== undefined) addTo(store.enginePushed, request.path, sha256(request.content));
     if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
     if (!store.seen.get(path)?.has(sha256(request.content))) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
@@ -232,8 +269,10 @@ export class Oracle {
     else if (this.view.now() - since < graceMs) {
       this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
     }
-    const count = (this.#deletesThisPass.get(spec.id) ?? 0) + 1;
-    this.#deletesThisPass.set(spec.id, count);
+    let sent = this.#deletesThisPass.get(spec.id);
+    if (!sent) this.#deletesThisPass.set(spec.id, (sent = new Set()));
+    sent.add(request.memoryId ?? path);
+    const count = sent.size;
     const cap = deleteCapAtMost(store.seen.size);
     if (count > cap) this.violate(`${where}: delete number ${count} in one pass; the cap is at most ${cap}`);
     const applies = request.previousContent !== undefined && request.expectedSha === sha256(request.previousContent);
@@ -285,7 +324,20 @@ export class Oracle {
     this.#phase = 'idle';
   }
 
-  endFinalize(report: FinalizeReport, trees: Map<StoreKey, Tree>): void {
+  /**
+   * After finalize. `warnings` are the fields of the "local changes not pushed" warnings it
+   * logged: each must name every path `report.unpushed` names for its store.
+   */
+  endFinalize(report: FinalizeReport, trees: Map<StoreKey, Tree>, warnings: readonly Record<string, unknown>[] = []): void {
+    for (const u of report.unpushed) {
+      if (!u.reason) this.violate(`I2: finalize's unpushed entry for ${u.path} in ${u.memoryStoreId} gives no reason`);
+    }
+    for (const id of new Set(report.unpushed.map((u) => u.memoryStoreId))) {
+      const warned = warnings.filter((w) => w.memory_store_id === id).flatMap((w) => (Array.isArray(w.paths) ? (w.paths as unknown[]) : []));
+      for (const u of report.unpushed.filter((x) => x.memoryStoreId === id)) {
+        if (!warned.includes(u.path)) this.violate(`I2: finalize's warning does not name ${u.path} of ${id}, which report.unpushed names`);
+      }
+    }
     for (const store of this.stores) {
       const { spec } = store;
       const sync = report.sync?.stores.find((s) => s.memoryStoreId === spec.id);
@@ -298,13 +350,16 @@ export class Oracle {
         else if (!store.distrusted && !store.markerTouched) this.violate(`finalize: ${spec.root} left in place (${left.reason}) though trusted`);
         continue;
       }
-      if (store.distrusted && atScan.rootKind !== null) this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust`);
+      // An empty folder is provably the one made here, whatever its marker says (issue 13 bug 6).
+      if (store.distrusted && atScan.rootKind !== null && atScan.tree.size > 0) {
+        this.violate(`I6: finalize removed ${spec.root}, a folder it did not trust, with entries in it`);
+      }
       // The folder is gone: every agent write must be in the store or named by the report.
       this.settleSaved(store);
       // Named in `unpushed` (SPEC 6.2: every path, with its reason), or a conflict the store won.
       for (const [path] of store.pending) {
         const unpushed = report.unpushed.some((u) => u.memoryStoreId === spec.id && u.path === path);
-        const conflict = [sync, flush].some((r) => r?.conflicts.includes(path));
+        const conflict = [sync, flush].some((r) => r?.conflicts.includes(path)) && this.realConflict(store, path);
         if (!unpushed && !conflict) this.violate(`I2: finalize removed ${spec.root} with the agent's write to ${path} neither pushed nor in report.unpushed`);
       }
       store.pending.clear();
@@ -346,14 +401,14 @@ export class Oracle {
       if (!legit) this.violate(`I6: ${spec.id} re-downloaded though its folder held files (${r.reason})`);
       store.markerTouched = false;
     }
-    const deletes = this.#deletesThisPass.get(spec.id) ?? 0;
+    const deletes = this.#deletesThisPass.get(spec.id)?.size ?? 0;
     if (memoryFiles(atScan.tree).size === 0 && store.syncedAtLastPass.size >= 2 && deletes > 0) {
       this.violate(`I1: ${deletes} remote deletes from a pass that found every memory file of ${spec.id} gone (a wipe, SPEC 4.4)`);
     }
     // Store wins: a conflict reported by a pass that began after the write accounts for it.
     for (const path of r.conflicts) {
       const write = store.pending.get(path);
-      if (write && write.seq <= this.#passStartSeq) store.pending.delete(path);
+      if (write && write.seq <= this.#passStartSeq && this.realConflict(store, path)) store.pending.delete(path);
     }
     if (r.status === 'synced' || r.status === 'redownloaded') {
       // In sync and so in the baseline, except a write whose outcome the engine does not know
@@ -364,6 +419,126 @@ export class Oracle {
         [...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)).map(([path]) => path),
       );
     }
+  }
+
+  // --- Crash recovery --------------------------------------------------------------------------
+
+  beginRecover(trees: Map<StoreKey, Tree>): void {
+    this.#phase = 'recover';
+    this.#deletesThisPass.clear();
+    this.#atRecover = new Map(trees);
+  }
+
+  endRecover(report: RecoveryReport, trees: Map<StoreKey, Tree>): void {
+    for (const u of report.unvouched) this.violate(`R2: recover found ${u.path} (${u.type}) that no record vouches for`);
+    for (const u of report.unreadableRecords) this.violate(`R2: recover could not read the state record ${u.file}: ${u.reason}`);
+    for (const store of this.stores) {
+      const { spec } = store;
+      const before = this.#atRecover.get(spec.key)!;
+      const entry = report.stores.find((s) => s.path === spec.root);
+      const where = `R2: recover, ${spec.root}`;
+      if (!entry) {
+        if (this.view.kindOf(spec.root) !== null) this.violate(`${where}: not reported, though the folder is there`);
+        continue;
+      }
+      if (entry.memoryStoreId !== spec.id) this.violate(`${where}: reported as store ${entry.memoryStoreId}`);
+      this.settleSaved(store);
+      if (entry.outcome === 'left') {
+        const code = entry.left?.code;
+        const after = trees.get(spec.key)!;
+        if (!sameTree(before, after)) this.violate(`${where}: left (${code}) but changed: ${describeTreeDiff(before, after)}`);
+        const markerOk = markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id);
+        if (code === 'marker_mismatch' && markerOk) this.violate(`${where}: left for its marker, which is intact (${entry.left?.reason})`);
+        if (code === 'unpushed' && entry.unpushed.length === 0 && !report.timedOut && entry.sync?.status !== 'failed') {
+          this.violate(`${where}: left as unpushed, naming nothing (${entry.left?.reason})`);
+        }
+        if (code !== 'marker_mismatch' && code !== 'unpushed') this.violate(`${where}: left for an unexpected reason: ${code} ${entry.left?.reason}`);
+        continue;
+      }
+      if (this.view.kindOf(spec.root) !== null) this.violate(`${where}: reported ${entry.outcome}, but the folder is still there`);
+      if (entry.outcome === 'gone' && before.size > 0) this.violate(`${where}: reported gone, but it held ${before.size} entries`);
+      // Recovered (or gone): every agent write from before the kill is in the store, or lost a
+      // real conflict the report names.
+      for (const [path] of store.pending) {
+        const conflict = entry.conflicts.includes(path) && this.realConflict(store, path);
+        const unpushed = entry.unpushed.some((u) => u.path === path);
+        if (!conflict && !unpushed) this.violate(`${where}: removed with the agent's write to ${path} neither in the store nor named by the report`);
+      }
+      store.pending.clear();
+    }
+    this.#phase = 'idle';
+  }
+
+  /**
+   * The operator removes a folder recover left, having read its entry: every agent write still
+   * in it must be named there (unpushed, or a real conflict), unless recover could not vouch for
+   * the folder at all (its marker damaged): then nothing in it was the engine's to name.
+   */
+  operatorRemoves(entry: RecoveredStoreReport, timedOut: boolean): void {
+    const store = this.stores.find((s) => s.spec.root === entry.path);
+    if (!store) return;
+    this.settleSaved(store);
+    // Left with the faults over: a refused restart, unless the bound was too short to finish.
+    const where = `R2: recover left ${entry.path} once the faults were over`;
+    if (entry.left?.code === 'unpushed' && !timedOut) {
+      const all = (re: RegExp) => entry.unpushed.length > 0 && entry.unpushed.every((u) => re.test(u.reason));
+      if (all(/^refused/)) {
+        if (!this.tolerated('B6')) this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
+      } else if (all(/folder wiped/)) {
+        if (!this.tolerated('B7')) this.violate(`${where}: it took the folder for a wiped one and pushed none of its new files: ${JSON.stringify(entry.unpushed)} (B7)`);
+      } else {
+        this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
+      }
+    }
+    if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0 && !this.tolerated('B5')) {
+      this.violate(`${where}: an empty folder, left for its missing marker (B5)`);
+    }
+    if (entry.left?.code !== 'marker_mismatch') {
+      for (const [path] of store.pending) {
+        const named = entry.unpushed.some((u) => u.path === path) || (entry.conflicts.includes(path) && this.realConflict(store, path));
+        if (!named) this.violate(`R2: recover left ${entry.path} (${entry.left?.code}) without naming the agent's write to ${path}`);
+      }
+    }
+    store.pending.clear();
+  }
+
+  /**
+   * The worker was killed during a pass, so the pass's report is lost with it. A pull it made
+   * before the kill may have replaced an agent write as the store-wins side of a real conflict
+   * (the report, or the warning logged right after the write, would have named it; a kill can
+   * fall between the two). Such a write is settled when the file now holds exactly the store's
+   * content at that path and that content came from the other writer. Anything else stays
+   * pending, for afterStep and recover to account for.
+   */
+  crashedDuringPass(trees: Map<StoreKey, Tree>): number {
+    let settled = 0;
+    for (const store of this.stores) {
+      const files = memoryFiles(trees.get(store.spec.key)!);
+      const remote = this.view.storeShas(store.spec.id);
+      for (const [path, write] of store.pending) {
+        const sha = files.get(path);
+        if (write.seq > this.#passStartSeq || sha === undefined || sha === write.sha) continue;
+        if (remote.get(path) === sha && store.remoteAuthored.get(path)?.has(sha)) {
+          store.pending.delete(path);
+          settled++;
+        }
+      }
+    }
+    this.#phase = 'idle';
+    return settled;
+  }
+
+  /** A new worker is about to materialize: the dead session's model state goes. */
+  beforeRestart(): void {
+    for (const store of this.stores) {
+      store.pending.clear();
+      store.missingSince.clear();
+      store.agentDeleted.clear();
+      store.markerTouched = false;
+      store.distrusted = false;
+    }
+    this.crashed = false;
+    this.#phase = 'idle';
   }
 
   // --- After every step ------------------------------------------------------------------------
@@ -384,6 +559,20 @@ export class Oracle {
         }
       }
     }
+  }
+
+  /**
+   * Whether a conflict reported at `path` may account for a pending agent write: the store's
+   * version there must not be one only the engine itself ever sent (SPEC 4.2: store wins when
+   * *both* changed). A false one is reported as I2.
+   */
+  private realConflict(store: StoreModel, path: string): boolean {
+    const remote = this.view.storeShas(store.spec.id).get(path);
+    if (remote === undefined || !store.enginePushed.get(path)?.has(remote) || store.remoteAuthored.get(path)?.has(remote)) return true;
+    this.violate(
+      `I2: a conflict at ${path} in ${store.spec.id} overwrote the agent's write with content only the engine itself sent there (its own earlier push, taken for a remote edit)`,
+    );
+    return false;
   }
 
   /** A write the store now holds is safe: it leaves the pending list. */

@@ -1,10 +1,11 @@
 import { posix } from 'node:path';
 import { MemoryMounter } from '@memory-mounter/core';
-import type { DeletionMode, FileSystem, FinalizeReport, Logger, StoreClient, SyncReport } from '@memory-mounter/core';
+import type { DeletionMode, FileSystem, FinalizeReport, Logger, RecoveryReport, StoreClient, SyncReport } from '@memory-mounter/core';
 import { InMemoryStoreClient, type StoreOp } from '@memory-mounter/testing';
 import { Agent } from './agent.js';
 import { ConfinedFileSystem } from './confined-file-system.js';
-import { FaultLedger } from './fault-ledger.js';
+import { FaultLedger, type Interception } from './fault-ledger.js';
+import { KillSwitch } from './kill-switch.js';
 import { coverage } from './coverage.js';
 import type { KnownBug } from './known-bugs.js';
 import { memfsHostDisk, nodeHostDisk, sha256, type DiskKind, type HostDisk, type Tree } from './host-disk.js';
@@ -36,11 +37,28 @@ export interface Scenario {
   graceSeconds: number;
   syncIntervalSeconds: number;
   finalSyncTimeoutSeconds: number;
+  /**
+   * The engine's `requestTimeout` and `syncTimeout` (seconds). Small in the random cases, so a
+   * stalled call or an outage costs a fraction of a second of real time; the engine's defaults
+   * (30 and 60) when absent.
+   */
+  requestTimeoutSeconds?: number;
+  syncTimeoutSeconds?: number;
   seedRw: readonly string[];
   seedRo: readonly string[];
   bulk: boolean;
   /** Known engine bugs the oracle counts instead of failing on (random runs; see known-bugs.ts). */
   tolerate?: readonly KnownBug[];
+}
+
+/**
+ * The worker is killed (SIGKILL) at the `nth` request of `op` to any store during a forced pass:
+ * the request reaches the store (`applied`) or not, and its answer never comes back.
+ */
+export interface CrashPoint {
+  op: StoreOp;
+  nth: number;
+  applied: boolean;
 }
 
 /** The agent acts on the path of the `nth` request of `op` to `store` while it is in flight. */
@@ -62,7 +80,31 @@ export interface Sabotage {
   fileSystem?: (fs: FileSystem) => FileSystem;
 }
 
-const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+/**
+ * The engine's time bounds are real timers, so the oracle checks them on the wall clock.
+ * Reconcile: `syncTimeout` plus the wind-down the engine documents (about 1 s: a cut-off pass's
+ * calls get that long to settle before they are left), plus 0.5 s for a loaded 2-core host.
+ * Finalize: `finalSyncTimeout` plus 2 s, SPEC 6.2's bound as it stands, no extra slack.
+ */
+export const RECONCILE_SLACK_MS = 1_500;
+export const FINALIZE_SLACK_MS = 2_000;
+const DEFAULT_SYNC_TIMEOUT_S = 60;
+/** The bound of the operator's second `recover`, once the faults are over. */
+const RECOVER_RETRY_BOUND_S = 2;
+
+/** The message of the warning finalize logs for each store with unpushed changes (mounter.ts). */
+const UNPUSHED_WARNING = /^finalize: local changes not pushed/;
+
+/** A logger that drops everything but finalize's unpushed warnings, which the oracle checks. */
+class CapturingLogger implements Logger {
+  readonly unpushedWarnings: Record<string, unknown>[] = [];
+  debug() {}
+  info() {}
+  error() {}
+  warn(msg: string, fields?: Record<string, unknown>) {
+    if (UNPUSHED_WARNING.test(msg)) this.unpushedWarnings.push(fields ?? {});
+  }
+}
 
 export class Case implements RequestObserver {
   readonly steps: string[] = [];
@@ -73,9 +115,18 @@ export class Case implements RequestObserver {
   readonly agent: Agent;
   readonly specs: StoreSpec[];
   readonly memoryRoot: string;
+  /** The mounters' crash-recovery records (`stateDir`), beside memoryRoot and the canary folder. */
+  readonly stateDir: string;
   /** The last report of a reconcile that ran. */
   lastReport: SyncReport | undefined;
+  readonly logger = new CapturingLogger();
   #mounter: MemoryMounter | undefined;
+  /** The SIGKILL of the current worker: what its mounter was given goes through it. */
+  #killSwitch: KillSwitch | undefined;
+  #crashAt: (CrashPoint & { seen: number; fired: () => void }) | undefined;
+  /** The request the kill came at, when it must not reach the store. */
+  #stallThis: OutgoingRequest | undefined;
+  #sabotage: Sabotage = {};
   #outsideTree: Tree;
   #interleaving: (Interleaving & { seen: number }) | undefined;
   #tokens = 0;
@@ -85,8 +136,10 @@ export class Case implements RequestObserver {
     readonly disk: HostDisk,
   ) {
     this.memoryRoot = `${disk.base}/mnt-memory`;
+    this.stateDir = `${disk.base}/state`;
     const outside = `${disk.base}/outside`;
     disk.mkdir(this.memoryRoot);
+    disk.mkdir(this.stateDir);
     disk.mkdir(`${outside}/dir/e`);
     disk.writeFile(`${outside}/canary.txt`, `${CANARY_TEXT}\n`);
     for (const name of ['c.md', 'h.md', 'e/f.md']) disk.writeFile(`${outside}/dir/${name}`, `${CANARY_TEXT} ${name}\n`);
@@ -125,40 +178,90 @@ export class Case implements RequestObserver {
     const seedRw = [...scenario.seedRw, ...(scenario.bulk ? BULK_PATHS : [])];
     for (const path of seedRw) c.fake.putAs('memstore_rw', path, `seed ${path}\n`);
     for (const path of scenario.seedRo) c.fake.putAs('memstore_ro', path, `seed ro ${path}\n`);
-    const fileSystem = new ConfinedFileSystem(disk.fs, c.memoryRoot, (p) => disk.kindOf(p), (v) => c.oracle.violate(`I3: ${v}`));
-    const storeClient = new ObservedStoreClient(c.fake, c);
-    c.#mounter = new MemoryMounter({
-      storeClient: sabotage.client?.(storeClient) ?? storeClient,
-      fileSystem: sabotage.fileSystem?.(fileSystem) ?? fileSystem,
-      memoryRoot: c.memoryRoot,
-      now: () => c.clock.now,
-      logger: silentLogger,
+    c.#sabotage = sabotage;
+    await c.step('materialize', () => c.startWorker());
+    return c;
+  }
+
+  /** The store client a worker (or `recover`) is given: the fake, every request observed. */
+  private observedClient(): StoreClient {
+    const client = new ObservedStoreClient(this.fake, this);
+    return this.#sabotage.client?.(client) ?? client;
+  }
+
+  /** The FileSystem a worker (or `recover`) is given: the host's, confined to memoryRoot and stateDir. */
+  private confinedFileSystem(): FileSystem {
+    const disk = this.disk;
+    const fs = new ConfinedFileSystem(disk.fs, this.memoryRoot, (p) => disk.kindOf(p), (v) => this.oracle.violate(`I3: ${v}`), this.stateDir);
+    return this.#sabotage.fileSystem?.(fs) ?? fs;
+  }
+
+  /** A worker starts: a fresh mounter (with its own kill switch) materializes both stores. */
+  private async startWorker(): Promise<void> {
+    const scenario = this.scenario;
+    const kill = new KillSwitch();
+    this.#killSwitch = kill;
+    this.#mounter = new MemoryMounter({
+      storeClient: kill.storeClient(this.observedClient()),
+      fileSystem: kill.fileSystem(this.confinedFileSystem()),
+      memoryRoot: this.memoryRoot,
+      stateDir: this.stateDir,
+      now: () => this.clock.now,
+      logger: this.logger,
       memory_sync_interval: scenario.syncIntervalSeconds,
       memory_sync_deletions: scenario.deletionMode,
       deleteGracePeriod: scenario.graceSeconds,
       finalSyncTimeout: scenario.finalSyncTimeoutSeconds,
+      requestTimeout: scenario.requestTimeoutSeconds,
+      syncTimeout: scenario.syncTimeoutSeconds,
       // The model's agent writes between steps, not during them: nothing is ever mid-write.
       newFileSettle: 0,
     });
-    await c.step('materialize', async () => {
-      await c.mounter.materialize(
-        c.specs.map((s) => ({ type: 'memory_store', memory_store_id: s.id, name: s.key, mount_path: s.mountPath, access: s.access })),
-      );
-      const trees = c.trees();
-      for (const spec of c.specs) {
-        const local = memoryFiles(trees.get(spec.key)!);
-        const remote = storeShas(c.fake, spec.id);
-        if (local.size !== remote.size || [...remote].some(([p, sha]) => local.get(p) !== sha)) {
-          c.oracle.violate(`materialize: ${spec.root} does not hold the store ${spec.id}`);
-        }
+    await this.timed('materialize', this.syncBoundMs, () =>
+      this.mounter.materialize(
+        this.specs.map((s) => ({ type: 'memory_store', memory_store_id: s.id, name: s.key, mount_path: s.mountPath, access: s.access })),
+      ),
+    );
+    const trees = this.trees();
+    for (const spec of this.specs) {
+      const local = memoryFiles(trees.get(spec.key)!);
+      // A restart may find what the other writer put at a path no mount may hold: skipped.
+      const remote = storeShas(this.fake, spec.id);
+      for (const path of HOSTILE_REMOTE_PATHS) remote.delete(path);
+      if (local.size !== remote.size || [...remote].some(([p, sha]) => local.get(p) !== sha)) {
+        this.oracle.violate(`materialize: ${spec.root} does not hold the store ${spec.id}`);
       }
-      c.oracle.afterMaterialize(trees);
-    });
-    return c;
+    }
+    this.oracle.afterMaterialize(trees);
   }
 
   get mounter(): MemoryMounter {
-    return this.#mounter!;
+    if (!this.#mounter) throw new Error('no worker is running (it crashed and was not recovered)');
+    return this.#mounter;
+  }
+
+  /** How long one reconcile may take on the wall clock (see RECONCILE_SLACK_MS). */
+  get syncBoundMs(): number {
+    return (this.scenario.syncTimeoutSeconds ?? DEFAULT_SYNC_TIMEOUT_S) * 1000 + RECONCILE_SLACK_MS;
+  }
+
+  /** How long one finalize may take on the wall clock: finalSyncTimeout + 2 s (SPEC 6.2). */
+  get finalizeBoundMs(): number {
+    return this.scenario.finalSyncTimeoutSeconds * 1000 + FINALIZE_SLACK_MS;
+  }
+
+  /** Runs one engine call, and holds it to its time bound on the wall clock (T1). */
+  async timed<T>(what: 'materialize' | 'reconcile' | 'finalize' | 'recover', boundMs: number, call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await call();
+    } finally {
+      const ms = performance.now() - started;
+      const key = what === 'finalize' || what === 'recover' ? 'slowestFinalizeMs' : 'slowestReconcileMs';
+      if (what !== 'materialize') coverage[key] = Math.max(coverage[key], Math.round(ms));
+      coverage.engineWallMs += Math.round(ms);
+      if (ms > boundMs) this.oracle.violate(`T1: ${what} took ${Math.round(ms)} ms; its bound is ${boundMs} ms`);
+    }
   }
 
   spec(key: StoreKey): StoreSpec {
@@ -203,6 +306,16 @@ export class Case implements RequestObserver {
     });
   }
 
+  /** The other writer's action on one store, with what it changed handed to the oracle. */
+  remoteStep(label: string, key: StoreKey, action: (storeId: string) => void): Promise<void> {
+    return this.step(label, () => {
+      const id = this.spec(key).id;
+      const before = storeShas(this.fake, id);
+      action(id);
+      this.oracle.noteRemoteChange(key, before, storeShas(this.fake, id));
+    });
+  }
+
   reconcile(force: boolean, interleaving?: Interleaving): Promise<void> {
     const label = `reconcile(${force ? 'force' : ''})${interleaving ? ` with the agent acting ${describeInterleaving(interleaving)}` : ''}`;
     return this.step(label, async () => {
@@ -210,7 +323,7 @@ export class Case implements RequestObserver {
       this.#interleaving = interleaving && { ...interleaving, seen: 0 };
       let report: SyncReport | null;
       try {
-        report = await this.mounter.reconcile({ force });
+        report = await this.timed('reconcile', this.syncBoundMs, () => this.mounter.reconcile({ force }));
       } finally {
         this.#interleaving = undefined;
       }
@@ -224,32 +337,187 @@ export class Case implements RequestObserver {
     return this.step(`finalize(${outcome})`, async () => {
       const before = this.trees();
       this.oracle.beginPass(outcome === 'completed' ? 'finalize_completed' : 'finalize_aborted', before);
-      const report: FinalizeReport = await this.mounter.finalize({ outcome });
+      const warningsBefore = this.logger.unpushedWarnings.length;
+      const report: FinalizeReport = await this.timed('finalize', this.finalizeBoundMs, () => this.mounter.finalize({ outcome }));
       if (report.sync) countPass(report.sync);
       countPass(report.flush);
       coverage.finalizes++;
       if (report.timedOut.sync || report.timedOut.flush) coverage.finalizeBoundsHit++;
-      this.oracle.endFinalize(report, this.trees());
+      if (report.unpushed.length > 0) coverage.finalizesWithUnpushed++;
+      this.oracle.endFinalize(report, this.trees(), this.logger.unpushedWarnings.slice(warningsBefore));
       // Nothing of ours may be left under memoryRoot but the folders reported left in place.
       const left = new Set(report.leftInPlace.map((l) => posix.basename(l.path)));
       for (const name of this.disk.names(this.memoryRoot)) {
         if (!left.has(name)) this.oracle.violate(`finalize left ${this.memoryRoot}/${name} behind unreported`);
       }
+      // A state record goes with its folder, and stays with a folder left in place (for recover).
+      const records = this.stateRecords();
+      for (const l of report.leftInPlace) {
+        if (!records.has(l.path)) this.oracle.violate(`R1: finalize left ${l.path} in place without its state record`);
+      }
+      for (const path of records.keys()) {
+        if (!report.leftInPlace.some((l) => l.path === path)) this.oracle.violate(`R1: finalize removed ${path} but left its state record ${records.get(path)}`);
+      }
     });
   }
 
-  /** Faults off, latency 0, two forced passes: then store and folder must agree (I7). */
+  /**
+   * Faults off, latency 0, two forced passes: then store and folder must agree (I7). The time
+   * bounds are small in the random cases, so a pass on a loaded host may still be cut off with no
+   * fault at all: up to three more passes are run while the last one was.
+   */
   async quiesce(): Promise<void> {
+    if (this.oracle.crashed) await this.recover();
     await this.step('quiesce: faults drained, latency 0', async () => {
       this.fake.latencyMs = 0;
       await this.faults.drain();
     });
     await this.reconcile(true);
     await this.reconcile(true);
+    for (let extra = 0; extra < 3 && this.lastReport && cutOffByTimeBound(this.lastReport); extra++) {
+      coverage.quiescentPassesCutOff++;
+      await this.reconcile(true);
+    }
     await this.step('quiescence check', () => {
       if (this.lastReport) this.oracle.checkConverged(this.lastReport, this.trees());
     });
     await this.finalize('completed');
+  }
+
+  // --- Crash and recovery ------------------------------------------------------------------------
+
+  /** SIGKILL of the worker between two steps: its mounter is abandoned, without finalize. */
+  crash(label: string): Promise<void> {
+    return this.step(label, () => this.kill());
+  }
+
+  /**
+   * SIGKILL during a forced pass, at the `nth` request of `op`. If the pass never sends that
+   * request, the kill comes right after it.
+   */
+  crashDuringPass(label: string, at: CrashPoint): Promise<void> {
+    return this.step(label, async () => {
+      this.oracle.beginPass('reconcile', this.trees());
+      let fired!: () => void;
+      const killed = new Promise<null>((resolve) => {
+        fired = () => resolve(null);
+      });
+      this.#crashAt = { ...at, seen: 0, fired };
+      const pass = this.mounter.reconcile({ force: true });
+      pass.catch(() => undefined);
+      let report: SyncReport | null;
+      try {
+        report = await this.timed('reconcile', this.syncBoundMs, () => Promise.race([pass, killed]));
+      } finally {
+        this.#crashAt = undefined;
+        this.#interleaving = undefined;
+      }
+      if (this.oracle.crashed) {
+        coverage.conflictsCutByKill += this.oracle.crashedDuringPass(this.trees());
+        return;
+      }
+      this.lastReport = report ?? this.lastReport;
+      this.oracle.endReconcile(report, true, this.trees());
+      this.kill();
+    });
+  }
+
+  private kill(): void {
+    this.#killSwitch?.kill();
+    this.#mounter = undefined;
+    this.oracle.crashed = true;
+    coverage.crashes++;
+  }
+
+  /**
+   * The next worker starts: `MemoryMounter.recover` with the dead one's stateDir, under the
+   * faults still queued. A folder left because its changes could not be pushed gets a second
+   * run once the faults are over (an operator's retry, or the next start-up). What is still left
+   * then, the operator removes by hand, having read the report (the oracle checks every agent
+   * write in it was named), and a last run clears its record. Then a fresh mounter materializes
+   * both stores at the same paths: it must not be refused.
+   */
+  async recover(): Promise<void> {
+    await this.step('recover', async () => {
+      let report = await this.runRecover();
+      if (report.stores.some((s) => s.outcome === 'left' && s.left?.code === 'unpushed')) {
+        // The operator's retry: the faults are over, and the bound is at least 2 s (a scenario's
+        // 20 ms cannot finish anything).
+        coverage.recoverRetries++;
+        this.fake.latencyMs = 0;
+        await this.faults.drain();
+        report = await this.runRecover(Math.max(this.scenario.finalSyncTimeoutSeconds, RECOVER_RETRY_BOUND_S));
+        if (report.timedOut) this.oracle.violate(`R2: recover, with no fault, did not finish within ${RECOVER_RETRY_BOUND_S} s`);
+      }
+      const left = report.stores.filter((s) => s.outcome === 'left');
+      for (const s of left) {
+        coverage.foldersLeftByRecover++;
+        if (s.left?.code === 'unpushed') coverage.foldersLeftUnpushedAfterRetry++;
+        this.oracle.operatorRemoves(s, report.timedOut);
+        this.disk.remove(s.path);
+      }
+      if (left.length > 0) {
+        report = await this.runRecover();
+        for (const s of report.stores) if (s.outcome !== 'gone') this.oracle.violate(`R2: recover after the operator removed ${s.path}: ${s.outcome}`);
+      }
+      if (this.stateRecords().size > 0) this.oracle.violate(`R2: state records left after recovery: ${[...this.stateRecords().values()].join(', ')}`);
+    });
+    await this.step('restart: a fresh worker materializes at the same paths', async () => {
+      this.oracle.beforeRestart();
+      try {
+        await this.startWorker();
+      } catch (err) {
+        // A download the faults still queued made fail (all or nothing: it leaves no folder) is
+        // not a refusal: the worker starts again once they are over. A path in the way is one.
+        if ((err as { code?: unknown }).code !== 'download_failed') throw err;
+        coverage.restartsRetried++;
+        this.fake.latencyMs = 0;
+        await this.faults.drain();
+        await this.startWorker().catch((again: unknown) => {
+          this.oracle.violate(`R2: the restart after recovery was refused: ${again instanceof Error ? again.message : String(again)}`);
+        });
+      }
+    });
+  }
+
+  private async runRecover(finalSyncTimeout = this.scenario.finalSyncTimeoutSeconds): Promise<RecoveryReport> {
+    coverage.recoveries++;
+    this.oracle.beginRecover(this.trees());
+    const report = await this.timed('recover', finalSyncTimeout * 1000 + FINALIZE_SLACK_MS, () =>
+      MemoryMounter.recover({
+        storeClient: this.observedClient(),
+        fileSystem: this.confinedFileSystem(),
+        stateDir: this.stateDir,
+        memoryRoot: this.memoryRoot,
+        logger: this.logger,
+        now: () => this.clock.now,
+        finalSyncTimeout,
+        ...(this.scenario.requestTimeoutSeconds !== undefined && { requestTimeout: this.scenario.requestTimeoutSeconds }),
+      }),
+    );
+    for (const s of report.stores) {
+      if (s.outcome === 'recovered') coverage.foldersRecovered++;
+      coverage.recoverPushed += s.pushed.length;
+      coverage.recoverConflicts += s.conflicts.length;
+    }
+    this.oracle.endRecover(report, this.trees());
+    return report;
+  }
+
+  /** host path of the store folder -> record file name, for every state record in stateDir. */
+  stateRecords(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const name of this.disk.names(this.stateDir)) {
+      if (!/^mm-state-[0-9a-f]{32}\.json$/.test(name)) continue;
+      const bytes = this.disk.readFile(`${this.stateDir}/${name}`);
+      try {
+        const hostPath = (JSON.parse(new TextDecoder().decode(bytes ?? new Uint8Array())) as { host_path?: unknown }).host_path;
+        out.set(typeof hostPath === 'string' ? hostPath : `(no host_path in ${name})`, name);
+      } catch {
+        out.set(`(unreadable ${name})`, name);
+      }
+    }
+    return out;
   }
 
   async close(): Promise<void> {
@@ -260,6 +528,14 @@ export class Case implements RequestObserver {
 
   beforeRequest(request: OutgoingRequest): void {
     this.oracle.checkRequest(request);
+    const crash = this.#crashAt;
+    if (crash && request.op === crash.op && ++crash.seen === crash.nth) {
+      this.#crashAt = undefined;
+      if (!crash.applied) this.#stallThis = request;
+      this.kill();
+      crash.fired();
+      return;
+    }
     if (request.op === 'delete' && this.specs.some((s) => s.id === request.storeId)) coverage.remoteDeletesSent++;
     const plan = this.#interleaving;
     if (!plan || request.op !== plan.op || request.storeId !== this.spec(plan.store).id) return;
@@ -278,6 +554,17 @@ export class Case implements RequestObserver {
     if (this.faults.noteFailure(error)) coverage.faultsFired++;
   }
 
+  intercept(request: OutgoingRequest): Interception | undefined {
+    if (this.#stallThis === request) {
+      this.#stallThis = undefined;
+      return { kind: 'stall', at: 'before' };
+    }
+    const fault = this.faults.intercept(request.op, this.clock.now);
+    if (fault?.kind === 'stall') coverage.stalledCalls++;
+    if (fault?.kind === 'outage') coverage.outageFailures++;
+    return fault;
+  }
+
   // --- I3: nothing outside the mounts ----------------------------------------------------------
 
   private checkOutside(): void {
@@ -285,12 +572,20 @@ export class Case implements RequestObserver {
     const now = this.disk.tree(outside);
     if (!sameTree(this.#outsideTree, now)) this.oracle.violate(`I3: the canary folder changed: ${describeTreeDiff(this.#outsideTree, now)}`);
     for (const name of this.disk.names(this.disk.base)) {
-      if (name !== 'mnt-memory' && name !== 'outside') this.oracle.violate(`I3: ${this.disk.base}/${name} appeared outside memoryRoot`);
+      if (name !== 'mnt-memory' && name !== 'outside' && name !== 'state') this.oracle.violate(`I3: ${this.disk.base}/${name} appeared outside memoryRoot`);
     }
   }
 }
 
+/** Whether a time bound cut any store of this pass short. */
+function cutOffByTimeBound(report: SyncReport): boolean {
+  return report.stores.some(
+    (s) => s.cutOff.length > 0 || /time bound|ran out|timed out/.test(`${s.reason ?? ''} ${s.errors.map((e) => e.message).join(' ')}`),
+  );
+}
+
 function countPass(report: SyncReport): void {
+  if (cutOffByTimeBound(report)) coverage.passesCutOff++;
   coverage.passes++;
   for (const store of report.stores) {
     coverage.mostDeletesInOnePass = Math.max(coverage.mostDeletesInOnePass, store.deletedRemote.length);

@@ -1,0 +1,91 @@
+import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient, StoreMemory } from '@memory-mounter/core';
+
+/**
+ * A SIGKILL, in process: once `kill()` is called, everything the dead mounter still tries
+ * through the FileSystem and the StoreClient it was given never returns and does nothing, as if
+ * the process were gone. A call already under way (it passed the switch before the kill) does
+ * reach the disk or the store, but its answer never comes back. The mounter object is then
+ * abandoned; the next worker (`MemoryMounter.recover`, then a fresh mounter) gets its own.
+ */
+export class KillSwitch {
+  #dead = false;
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  kill(): void {
+    this.#dead = true;
+  }
+
+  fileSystem(inner: FileSystem): FileSystem {
+    const k = this;
+    return {
+      lstat: (p) => k.gate(() => inner.lstat(p)),
+      readdir: (p) => k.gate(() => inner.readdir(p)),
+      readFile: (p) => k.gate(() => inner.readFile(p)),
+      writeFile: (p, d, o) => k.gate(() => inner.writeFile(p, d, o)),
+      mkdir: (p, o) => k.gate(() => inner.mkdir(p, o)),
+      rm: (p, o) => k.gate(() => inner.rm(p, o)),
+      rename: (a, b) => k.gate(() => inner.rename(a, b)),
+      openDir: async (p) => k.dirHandle(await k.gate(() => inner.openDir(p))),
+      openFile: async (p) => k.openFile(await k.gate(() => inner.openFile(p))),
+      ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
+    };
+  }
+
+  storeClient(inner: StoreClient): StoreClient {
+    const k = this;
+    return {
+      async *list(storeId, opts) {
+        const iterator = (await k.gate(async () => inner.list(storeId, opts)))[Symbol.asyncIterator]();
+        for (;;) {
+          const step = await k.gate(() => iterator.next());
+          if (step.done) return;
+          yield step.value as StoreMemory;
+        }
+      },
+      get: (storeId, memoryId, opts) => k.gate(() => inner.get(storeId, memoryId, opts)),
+      create: (storeId, input, opts) => k.gate(() => inner.create(storeId, input, opts)),
+      update: (storeId, memoryId, input, opts) => k.gate(() => inner.update(storeId, memoryId, input, opts)),
+      delete: (storeId, memoryId, opts) => k.gate(() => inner.delete(storeId, memoryId, opts)),
+    };
+  }
+
+  /** Runs `call` while alive; its answer (or failure) is dropped if the kill came meanwhile. */
+  private async gate<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#dead) return never();
+    let result: T;
+    try {
+      result = await call();
+    } catch (err) {
+      if (this.#dead) return never();
+      throw err;
+    }
+    if (this.#dead) return never();
+    return result;
+  }
+
+  private dirHandle(handle: DirHandle): DirHandle {
+    return {
+      path: handle.path,
+      pinned: handle.pinned,
+      dev: handle.dev,
+      ino: handle.ino,
+      close: () => this.gate(() => handle.close()),
+    };
+  }
+
+  private openFile(file: OpenFile): OpenFile {
+    const stat: FileStat = file.stat;
+    return {
+      stat,
+      read: (max) => this.gate(() => file.read(max)),
+      close: () => this.gate(() => file.close()),
+    };
+  }
+}
+
+function never<T>(): Promise<T> {
+  return new Promise<T>(() => undefined);
+}

@@ -246,18 +246,20 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
   // missing marker as "cannot vouch" and leaves the folder: the next session at that path is
   // refused (mount_path_exists) until an operator removes an empty folder. finalize() removes
   // an empty folder whatever its marker (issue 13 bug 6: provably ours); recover does not.
-  it.fails(
+  // Fixed: recover removes a folder that holds nothing, whatever its marker.
+  it(
     'B5: recover removes an empty store folder it has the record of, so the restart is not refused',
-    failsWith(/B5/, replay({ seedRw: ['/a.md'] }, [new WipeFolder('rw', 'everything'), new Crash(), new Recover()])),
+    replay({ seedRw: ['/a.md'] }, [new WipeFolder('rw', 'everything'), new Crash(), new Recover()]),
   );
 
   // B6, same runs. A file the store will never take (not UTF-8 here; over 100 KB alike) keeps the
   // folder `left` (`unpushed`, reason "refused: ...") on every recover, faults or none: the path
   // is refused to every later session until an operator removes the folder by hand. finalize()
   // names such a file in `unpushed` and removes the folder.
-  it.fails(
+  // Fixed: content the store refuses is named in the recovery report and no longer keeps the folder.
+  it(
     'B6: recover does not strand a folder for a file the store refuses',
-    failsWith(/B6/, replay({}, [new AgentWrite('rw', '/d/c.md', 'binary'), new Crash(), new Recover()])),
+    replay({}, [new AgentWrite('rw', '/d/c.md', 'binary'), new Crash(), new Recover()]),
   );
 
   // B7, seed 20261201 path "3121:0:0:0:0:1:1:11:14:15:17:14:13:14:14:13:13:13:16" (the first 10,000-case
@@ -268,12 +270,10 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
   // the path is refused to every later session until an operator removes it. recover never
   // deletes in the store, so the wipe verdict's protection (no mass remote delete) is moot
   // there; a live session would re-download and push the new files at its next pass.
-  it.fails(
+  // Fixed: a wiped folder's remaining files are pushed as new by recover.
+  it(
     'B7: recover pushes the new files of a folder whose baseline files are all gone',
-    failsWith(
-      /B7/,
-      replay({ seedRw: ['/a.md', '/b.md'] }, [new AgentDelete('rw', '/a.md'), new AgentRenameFile('rw', '/b.md', '/g/h.md'), new Crash(), new Recover()]),
-    ),
+    replay({ seedRw: ['/a.md', '/b.md'] }, [new AgentDelete('rw', '/a.md'), new AgentRenameFile('rw', '/b.md', '/g/h.md'), new Crash(), new Recover()]),
   );
 });
 
@@ -288,7 +288,7 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
 // seed 424242 path 2984 (B3) and seed 748330836 path 7758 (the delete cap) replayed other cases
 // since; their explicit scripts above are what holds them now.
 const REPLAYS: { seed: number; path: string; bug?: RegExp; note: string }[] = [
-  { seed: 20261201, path: '3121', bug: /B7/, note: 'B7, found by `FUZZ_SEED=20261201 FUZZ_RUNS=10000 pnpm test:fuzz`' },
+  { seed: 20261201, path: '3121', note: 'B7 (fixed), found by `FUZZ_SEED=20261201 FUZZ_RUNS=10000 pnpm test:fuzz`' },
 ];
 
 describe('regressions: replays of fuzz counterexamples', () => {

@@ -40,11 +40,14 @@ export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<stri
 }
 
 function someBaselineFileLeft(snapshot: LocalSnapshot, baselinePaths: readonly string[]): boolean {
+  // A link or a special file where a memory was is not that memory: it does not count as left.
+  const unknown = (path: string) => snapshot.blocked.has(path) && !snapshot.notFiles?.has(path);
   for (const path of baselinePaths) {
-    if (snapshot.files.has(path) || snapshot.blocked.has(path)) return true;
+    if (snapshot.files.has(path) || unknown(path)) return true;
   }
-  // A blocked folder may hide baseline files: their absence is unknown, not a wipe.
+  // A folder that could not be read may hide baseline files: their absence is unknown, not a wipe.
   for (const blocked of snapshot.blocked.keys()) {
+    if (!unknown(blocked)) continue;
     for (const path of baselinePaths) if (path.startsWith(`${blocked}/`)) return true;
   }
   return false;

@@ -31,6 +31,11 @@ export interface LocalSnapshot {
   files: Map<string, LocalFile>;
   /** Wire paths of entries left alone (symlinks, special files, unreadable), with the reason. */
   blocked: Map<string, string>;
+  /**
+   * The blocked paths known to be links or special files, not merely unreadable: nothing of the
+   * baseline is behind them, so they do not keep a wiped folder from reading as wiped.
+   */
+  notFiles?: Set<string>;
 }
 
 /**
@@ -57,10 +62,15 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
   if (root !== 'directory') return { ...snapshot, root };
   snapshot.marker = await readMarker(folder, memoryStoreId);
   const slots = new Semaphore(READ_CONCURRENCY);
+  const notFiles = new Set<string>();
+  snapshot.notFiles = notFiles;
   try {
     await folder.walk(
       async ({ files, blocked }) => {
-        for (const { wirePath, reason } of blocked) snapshot.blocked.set(wirePath, reason);
+        for (const { wirePath, reason, code } of blocked) {
+          snapshot.blocked.set(wirePath, reason);
+          if (code) notFiles.add(wirePath);
+        }
         await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache))));
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
@@ -106,6 +116,7 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
   if (read.kind === 'other') {
     // Swapped for a link or a special file between the listing and the open.
     out.blocked.set(wirePath, read.reason);
+    if (read.code === 'is_symlink' || read.code === 'not_regular') out.notFiles?.add(wirePath);
     return;
   }
   const file: LocalFile = { sha: read.sha, size: read.size, mtimeMs: read.stat.mtimeMs };

@@ -72,7 +72,8 @@ export interface FolderFile {
 export interface FolderVisit {
   wireDir: string;
   files: FolderFile[];
-  blocked: { wirePath: string; reason: string }[];
+  /** `code` is set for an entry seen and known to be a link or a special file (not merely unreadable). */
+  blocked: { wirePath: string; reason: string; code?: RefusalCode }[];
 }
 
 const DIR_MODE = 0o700;
@@ -299,7 +300,8 @@ export class StoreFolder {
       if (skip(wireDir, entry)) continue;
       if (entry.type === 'directory') subfolders.push(entry);
       else if (entry.type === 'file') folder.files.push(this.#fileIn(dir, entry.name, wirePath));
-      else folder.blocked.push({ wirePath, reason: entry.type === 'symlink' ? 'is a symlink' : 'is not a regular file' });
+      else if (entry.type === 'symlink') folder.blocked.push({ wirePath, reason: 'is a symlink', code: 'is_symlink' });
+      else folder.blocked.push({ wirePath, reason: 'is not a regular file', code: 'not_regular' });
     }
     await visit(folder);
     for (const entry of subfolders) {

@@ -104,6 +104,14 @@ describe('assessFolder (pure)', () => {
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
     });
 
+    it('a wipe that left a symlink where a memory was is still a wipe (the link is not that memory)', () => {
+      const blocked = new Map([['/a.md', 'is a symlink']]);
+      const snap = snapshot({ blocked, notFiles: new Set(['/a.md']) });
+      expect(assessFolder(snap, new Set(['/a.md', '/b.md']))).toMatchObject({ kind: 'redownload' });
+      // Merely unreadable: its absence is unknown, so not a wipe.
+      expect(assessFolder(snapshot({ blocked }), new Set(['/a.md', '/b.md']))).toEqual({ kind: 'trusted' });
+    });
+
     it('the marker could not be read (an I/O error): never distrusted on it, with or without files', () => {
       expect(assessFolder(snapshot({ marker: 'unreadable', files: files('/a.md') }), baseline(2))).toMatchObject({ kind: 'unreadable' });
       expect(assessFolder(snapshot({ marker: 'unreadable' }), baseline(2))).toMatchObject({ kind: 'unreadable' });

@@ -1,4 +1,4 @@
-import { utimes } from 'node:fs/promises';
+import { symlink, utimes } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { MemfsFileSystem } from '@memory-mounter/testing';
 import { DISKS, notesResource, STORE, useHarness } from './harness.js';
@@ -67,6 +67,18 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     await m.finalize();
     expect(h.client.snapshot(STORE)).toEqual({ '/only.md': 'the one memory' });
     expect(h.client.count('delete')).toBe(0);
+  });
+
+  it('a wipe that leaves a symlink where a memory was is re-downloaded, never read as the agent deleting the rest (fuzz seed 781353849)', async () => {
+    const m = await h.mountNotes({ deleteGracePeriod: 0 }, { '/a.md': 'alpha', '/b.md': 'beta', '/c.md': 'gamma' });
+    for (const name of ['a', 'b', 'c']) await h.remove(`${h.notesDir}/${name}.md`);
+    if (h.fs instanceof MemfsFileSystem) h.fs.vol.symlinkSync('/elsewhere', `${h.notesDir}/a.md`);
+    else await symlink('/elsewhere', `${h.notesDir}/a.md`);
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.status).toBe('redownloaded');
+    await m.reconcile({ force: true });
+    expect(h.client.count('delete')).toBe(0);
+    expect(Object.keys(h.client.snapshot(STORE)).sort()).toEqual(['/a.md', '/b.md', '/c.md']);
   });
 
   it('9: a new file written less than a second ago is left for the next pass, and pushed at finalize', async () => {

@@ -150,6 +150,24 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
     ]),
   );
 
+  // seed 20261201 path "4354:0:2:1:1:1:6:9:10:13:12:22:21:21:22" (same run): a delete answered
+  // `not_found` by an injected fault while the memory is there is "already gone" to the engine,
+  // which then meets the memory again as a new remote one, and a new local file at its path
+  // loses to it as a conflict. The store said the memory was gone; its coming back is the
+  // store's doing, not a false conflict (I2).
+  it(
+    'a memory a spurious not_found said was gone comes back as a remote one and wins its conflict',
+    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
+      new AgentEdit('rw', '/b.md'),
+      new Reconcile(true),
+      new FailNext('delete', 'not_found'),
+      new AgentDelete('rw', '/b.md'),
+      new Reconcile(true),
+      new AgentWrite('rw', '/b.md'),
+      new Reconcile(true),
+    ]),
+  );
+
   // seed 777001 path "92:0:0:0:0:0:1:0:1:1:1:8:7:11:13:13:12:7:8" (first fuzz with crashes): a pass
   // pulls the store's side of a real conflict over the agent's file, and the kill comes before
   // its report is returned. The write is lost to a store-wins conflict the dead worker could not

@@ -550,8 +550,15 @@ export class Case implements RequestObserver {
     this.oracle.noteAgentChange(plan.store, before, entryTree(this.disk, root, path), path);
   }
 
-  afterFailure(_request: OutgoingRequest, error: unknown): void {
+  afterFailure(request: OutgoingRequest, error: unknown): void {
     if (this.faults.noteFailure(error)) coverage.faultsFired++;
+    // A spurious `not_found` for a memory that exists: the engine is told it is gone, so when it
+    // meets it again it is the store's word, as if the other writer had put it back.
+    const key = this.specs.find((s) => s.id === request.storeId)?.key;
+    const spurious = error instanceof Error && /^injected not_found on /.test(error.message);
+    if (key && spurious && request.path !== undefined && request.previousContent !== undefined) {
+      this.oracle.noteRemoteChange(key, new Map(), new Map([[request.path, sha256(request.previousContent)]]));
+    }
   }
 
   intercept(request: OutgoingRequest): Interception | undefined {

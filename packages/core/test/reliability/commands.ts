@@ -189,7 +189,11 @@ export class RemoteCopyLocal extends WorldStep {
   }
   run(_m: Oracle, c: Case) {
     return c.remoteStep(this.toString(), this.store, (id) => {
-      const bytes = c.disk.readFile(`${c.spec(this.store).root}${this.path}`);
+      // What the folder holds at that path, not what a symlinked folder on the way leads to.
+      const root = c.spec(this.store).root;
+      const folders = this.path.split('/').slice(1, -1);
+      if (folders.some((_, i) => c.disk.kindOf(`${root}/${folders.slice(0, i + 1).join('/')}`) !== 'directory')) return;
+      const bytes = c.disk.readFile(`${root}${this.path}`);
       const text = bytes && new TextDecoder('utf-8', { fatal: false }).decode(bytes);
       if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(id, this.path, text);
     });

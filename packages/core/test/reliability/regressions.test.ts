@@ -17,6 +17,7 @@ import {
   OutageFor,
   Reconcile,
   Recover,
+  RemoteCopyLocal,
   RemoteDelete,
   RemoteRename,
   RemoteWrite,
@@ -165,6 +166,22 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
       new Reconcile(true),
       new AgentWrite('rw', '/b.md'),
       new Reconcile(true),
+    ]),
+  );
+
+  // seed 20261201 path "9385:0:0:0:0:0:0:5:6:6:6:9:14:13:13:13:14" (same run): the model's other
+  // writer copied "the local file" at /g/h.md while /g was the agent's link to the canary folder,
+  // so the test itself put the canary text in the store; after a restart the engine pulled it and
+  // pushed the agent's edit of it (I3). The other writer now copies only what the folder holds.
+  it(
+    "the other writer does not copy through the agent's symlinked folder",
+    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
+      new AgentLinkOutside('rw', '/g', 'dir'),
+      new RemoteCopyLocal('rw', '/g/h.md'),
+      new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+      new Recover(),
+      new AgentEdit('rw', '/g/h.md'),
+      new AgentWrite('rw', '/a.md'),
     ]),
   );
 

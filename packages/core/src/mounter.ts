@@ -179,6 +179,8 @@ export class MemoryMounter extends MounterEventEmitter {
     }
     // Set before the first await, so a finalize arriving at any moment of materialize stops it.
     const stop = new AbortController();
+    // The download's transfers all listen to it (see timeBound).
+    setMaxListeners(0, stop.signal);
     this.#inFlight = stop;
     // The caller's signal stops the download like finalize does: all or nothing, download_failed.
     const unlink = linkSignal(opts.signal, stop);

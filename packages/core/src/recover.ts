@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
@@ -103,6 +104,9 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   const stateDir = resolved.stateDir!;
   const { logger, now, memoryRoot } = resolved;
   const controller = new AbortController();
+  // Every store call in flight listens to the deadline: a pool of transfers is far more than
+  // Node's default of 10 listeners, and its warning would read as a leak.
+  setMaxListeners(0, controller.signal);
   const ms = resolved.finalSyncTimeoutMs;
   const timer = setTimeout(() => controller.abort(new Error(`finalSyncTimeout (${ms / 1000} s) ran out`)), ms);
   const ctx: Context = {

@@ -26,7 +26,7 @@ export interface MounterEvents {
   deleted: [PathEvent & { side: 'local' | 'remote' }];
   /** Local content that is not pushed: not UTF-8, too large, rejected by the store, or a read-only store's edit. */
   refused: [PathEvent & { code: PathReasonCode; reason: string }];
-  /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned actions done), per store. */
+  /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned transfers done: pulls, pushes, deletes), per store. */
   progress: [ProgressEvent];
 }
 

@@ -177,6 +177,8 @@ function settleDone(action: Transfer, sha: string | undefined, sent: boolean, st
       report.deletedRemote.push(path);
       notices.push({ level: 'info', message: 'deleted in the store: the file was deleted locally', fields: { path } });
       return;
+    default:
+      return unsettled(action);
   }
 }
 
@@ -215,7 +217,14 @@ function settleAction(action: Exclude<Action, Transfer>, state: SettledState, re
         });
       }
       return;
+    default:
+      return unsettled(action);
   }
+}
+
+/** An action kind added to the plan but not here fails to compile: every kind must say how it settles. */
+function unsettled(action: never): never {
+  throw new Error(`settle: no rule for ${(action as Action).type}`);
 }
 
 /** The report's name for a transfer: `push` for both kinds of push, as the report has always said. */

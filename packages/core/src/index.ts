@@ -35,7 +35,10 @@ export type {
   RecoveryReport,
   RecoveredStoreReport,
   RecoveryLeftCode,
+  PathReport,
+  UnpushedReport,
 } from './reports.js';
+export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './reasons.js';
 export type { RecoverOptions } from './recover.js';
 export {
   recordFileName,

@@ -1,5 +1,7 @@
 import type { LocalFile } from './scan.js';
 import { ancestorPaths } from './memory-path.js';
+import type { PathReasonCode, Reason } from './reasons.js';
+import type { PathReport } from './reports.js';
 import type { Access, DeletionMode } from './types.js';
 
 /**
@@ -8,10 +10,15 @@ import type { Access, DeletionMode } from './types.js';
  * input always gives the same plan, which is what lets every row of SPEC 4.2 be tested alone.
  */
 
-/** A memory in the store's content-free listing, by wire path. */
+/** A memory in the store's listing, by wire path. */
 export interface RemoteEntry {
   id: string;
   sha: string;
+  /**
+   * The content, when the listing carried it (the download lists with content): a pull of it
+   * then writes this instead of fetching the memory again. The executor still checks its sha.
+   */
+  content?: string;
 }
 
 export interface PlanInput {
@@ -21,13 +28,11 @@ export interface PlanInput {
   now: number;
   /** How long a file must stay missing before its remote delete; 0 when waived (finalize). */
   graceMs: number;
-  /** Push-only flush: pushes (and refusals) only; no pulls, no deletes, no baseline moves. */
-  pushOnly: boolean;
   /** path -> sha both sides agreed on after the last successful transfer. */
   baseline: ReadonlyMap<string, string>;
   localFiles: ReadonlyMap<string, LocalFile>;
   /** Wire paths the scan could not see into (symlinks, special files, unreadable folders). */
-  localBlocked: ReadonlyMap<string, string>;
+  localBlocked: ReadonlyMap<string, Reason<PathReasonCode>>;
   remote: ReadonlyMap<string, RemoteEntry>;
   /** path -> clock (ms) when the file was first seen missing while its memory was unchanged. */
   missingSince: ReadonlyMap<string, number>;
@@ -41,76 +46,161 @@ export interface PlanInput {
 }
 
 export type PullReason = 'remote_changed' | 'new_remote' | 'conflict' | 'restore';
-export type PushReason = 'local_changed' | 'new_local' | 'recreate';
 
-export type Action =
-  /** Fetch the memory and write it to disk, if the local file still is `expectLocal` (null: absent). */
-  | { type: 'pull'; path: string; memoryId: string; remoteSha: string; expectLocal: string | null; reason: PullReason }
-  /** Both sides already hold `sha`: record it, transfer nothing. */
-  | { type: 'adopt'; path: string; sha: string }
-  /** Send the file. With `memoryId`, an update guarded by `expectedRemoteSha`; without, a create. */
-  | { type: 'push'; path: string; localSha: string; memoryId?: string; expectedRemoteSha?: string; reason: PushReason }
-  /** Remove the local file, if it still is `expectLocal`. */
-  | { type: 'delete_local'; path: string; expectLocal: string }
-  /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
-  | { type: 'delete_remote'; path: string; memoryId: string; expectedRemoteSha: string; mode: 'send' | 'log_only' }
-  /** Gone on both sides: drop from the baseline. */
-  | { type: 'forget'; path: string }
-  /** Local content that must not be pushed. `firstTime`: warn now; otherwise it was warned already. */
-  | { type: 'refuse'; path: string; localSha: string; reason: string; firstTime: boolean }
-  /** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
-  | { type: 'keep_local'; path: string; localSha: string; warn: boolean }
-  /** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
-  | { type: 'note_conflict'; path: string };
+/**
+ * Actions come in three kinds, kept in three lists of the plan so that what needs I/O is
+ * visible at a glance: transfers (the executor performs them and reports an outcome each),
+ * baseline-only moves and report-only notes (both settled without any I/O). A new kind of
+ * action (a `rename`) joins one union below; the exhaustive switches of `applyPlan` and
+ * `settle` then name every place that must learn it.
+ */
+
+/** Fetch the memory (or take the `content` the listing carried) and write it, if the local file still is `expectLocal` (null: absent). */
+export interface Pull {
+  type: 'pull';
+  path: string;
+  memoryId: string;
+  remoteSha: string;
+  expectLocal: string | null;
+  reason: PullReason;
+  content?: string;
+}
+/** Send the file as the new content of `memoryId`, guarded by `expectedRemoteSha` (the store's sha, which is the baseline's). */
+export interface Update {
+  type: 'update';
+  path: string;
+  localSha: string;
+  memoryId: string;
+  expectedRemoteSha: string;
+}
+/** Create a memory from the file: a new file, or the only copy of a memory deleted in the store (`recreate`). */
+export interface Create {
+  type: 'create';
+  path: string;
+  localSha: string;
+  reason: 'new_local' | 'recreate';
+}
+/** Remove the local file, if it still is `expectLocal`. */
+export interface DeleteLocal {
+  type: 'delete_local';
+  path: string;
+  expectLocal: string;
+}
+/** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
+export interface DeleteRemote {
+  type: 'delete_remote';
+  path: string;
+  memoryId: string;
+  expectedRemoteSha: string;
+  mode: 'send' | 'log_only';
+}
+export type Transfer = Pull | Update | Create | DeleteLocal | DeleteRemote;
+
+/** Both sides already hold `sha`: record it, transfer nothing. */
+export interface Adopt {
+  type: 'adopt';
+  path: string;
+  sha: string;
+}
+/** Gone on both sides: drop from the baseline. */
+export interface Forget {
+  type: 'forget';
+  path: string;
+}
+export type BaselineAction = Adopt | Forget;
+
+/** Local content that must not be pushed, and why. `firstTime`: warn now; otherwise it was warned already. */
+export interface Refuse {
+  type: 'refuse';
+  path: string;
+  localSha: string;
+  code: PathReasonCode;
+  detail: string;
+  firstTime: boolean;
+}
+/** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
+export interface KeepLocal {
+  type: 'keep_local';
+  path: string;
+  localSha: string;
+  warn: boolean;
+}
+/** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
+export interface NoteConflict {
+  type: 'note_conflict';
+  path: string;
+}
+export type ReportAction = Refuse | KeepLocal | NoteConflict;
+
+export type Action = Transfer | BaselineAction | ReportAction;
 
 export interface Plan {
-  actions: Action[];
+  /** What needs I/O, in path order: the executor's work. */
+  transfers: Transfer[];
+  /** Baseline moves that need no I/O. */
+  baselineOnly: BaselineAction[];
+  /** Things to report (and warn about) that change nothing on either side. */
+  reportOnly: ReportAction[];
   /** The candidate list after this pass: a file that reappeared has left it. */
   missingSince: Map<string, number>;
   /** Local deletions not sent this pass (grace, cap, `log_only`, `disabled`). */
   pendingDeletions: string[];
-  /** Paths left alone because the scan could not see them, with the reason. */
-  skipped: { path: string; reason: string }[];
+  /**
+   * Paths left alone, with why: under a folder the scan could not see into, or written too
+   * recently. (A path the scan itself blocked is reported by the scan, not repeated here.)
+   */
+  skipped: PathReport[];
 }
 
 /** The rows of SPEC 4.2, in the table's order. B = baseline, L = local, R = remote sha. */
-export type Row =
-  | 'unchanged' //                   L = B = R
-  | 'local_changed' //               only L changed
-  | 'remote_changed' //              only R changed
-  | 'both_changed_same' //           both changed, L = R
-  | 'both_changed_differ' //         both changed, L != R
-  | 'local_missing' //               L missing, R = B
-  | 'local_missing_remote_changed' //L missing, R changed
-  | 'both_missing' //                L missing, R missing
-  | 'remote_missing' //              R missing, L = B
-  | 'remote_missing_local_edited' // R missing, L edited
-  | 'new_local' //                   new local file
-  | 'new_remote'; //                 new remote memory
+export type Row = Cell<unknown, unknown>['row'];
 
-type Sha = string | undefined;
+/**
+ * A path's row, holding the sides that row has (and only those): the planner reads the local
+ * file and the remote entry off the row itself, never off a lookup it must assert.
+ */
+export type Cell<L, R> =
+  | { row: 'unchanged' } //                                      L = B = R
+  | { row: 'local_changed'; local: L; remote: R } //             only L changed (R = B)
+  | { row: 'remote_changed'; local: L; remote: R } //            only R changed (L = B)
+  | { row: 'both_changed_same'; local: L; remote: R } //         both changed, L = R
+  | { row: 'both_changed_differ'; local: L; remote: R } //       both changed, L != R
+  | { row: 'local_missing'; baseline: string; remote: R } //     L missing, R = B
+  | { row: 'local_missing_remote_changed'; remote: R } //        L missing, R changed
+  | { row: 'both_missing' } //                                   L missing, R missing
+  | { row: 'remote_missing'; local: L } //                       R missing, L = B
+  | { row: 'remote_missing_local_edited'; local: L } //          R missing, L edited
+  | { row: 'new_local'; local: L } //                            new local file
+  | { row: 'new_remote'; remote: R }; //                         new remote memory
 
 /**
  * Which row of the table a path is in. `undefined` means absent on that side. Rows 1-5 need L
  * and R present; a path with no baseline but the same content on both sides is row 4 (both
  * sides created it alike), with different content row 5.
  */
-export function classify(b: Sha, l: Sha, r: Sha): Row {
-  if (l !== undefined && r !== undefined) {
-    if (l === b && r === b) return 'unchanged';
-    if (r === b) return 'local_changed';
-    if (l === b) return 'remote_changed';
-    return l === r ? 'both_changed_same' : 'both_changed_differ';
+export function classify<L extends { sha: string }, R extends { sha: string }>(
+  b: string | undefined,
+  local: L | undefined,
+  remote: R | undefined,
+): Cell<L, R> {
+  if (local !== undefined && remote !== undefined) {
+    const l = local.sha;
+    const r = remote.sha;
+    if (l === b && r === b) return { row: 'unchanged' };
+    if (r === b) return { row: 'local_changed', local, remote };
+    if (l === b) return { row: 'remote_changed', local, remote };
+    return { row: l === r ? 'both_changed_same' : 'both_changed_differ', local, remote };
   }
-  if (b !== undefined && l === undefined) {
-    if (r === b) return 'local_missing';
-    if (r !== undefined) return 'local_missing_remote_changed';
-    return 'both_missing';
+  if (b !== undefined && local === undefined) {
+    if (remote === undefined) return { row: 'both_missing' };
+    return remote.sha === b ? { row: 'local_missing', baseline: b, remote } : { row: 'local_missing_remote_changed', remote };
   }
-  if (b !== undefined) return l === b ? 'remote_missing' : 'remote_missing_local_edited';
+  if (b !== undefined && local !== undefined) {
+    return local.sha === b ? { row: 'remote_missing', local } : { row: 'remote_missing_local_edited', local };
+  }
   // No baseline, one side only.
-  if (l !== undefined) return 'new_local';
-  if (r !== undefined) return 'new_remote';
+  if (local !== undefined) return { row: 'new_local', local };
+  if (remote !== undefined) return { row: 'new_remote', remote };
   throw new Error('classify: a path absent everywhere has no row');
 }
 
@@ -120,72 +210,68 @@ export function deleteCap(baselineSize: number): number {
 }
 
 export function planStore(input: PlanInput): Plan {
-  const { access, deletionMode, now, graceMs, pushOnly, baseline, localFiles, remote, missingSince, refused } = input;
-  const actions: Action[] = [];
-  const nextMissingSince = new Map<string, number>();
-  const pendingDeletions: string[] = [];
-  const skipped: Plan['skipped'] = [];
+  const { access, deletionMode, now, graceMs, baseline, localFiles, remote, missingSince, refused } = input;
+  const plan: Plan = { transfers: [], baselineOnly: [], reportOnly: [], missingSince: new Map(), pendingDeletions: [], skipped: [] };
   const cap = deleteCap(baseline.size);
   let deletesThisPass = 0;
   const readWrite = access === 'read_write';
 
   // Pushing a path: the one place that decides whether content may go out.
-  const push = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry): void => {
-    if (local.unpushable || refused.get(path) === local.sha) {
-      const why = local.unpushable ?? 'refused by the store';
-      actions.push({ type: 'refuse', path, localSha: local.sha, reason: why, firstTime: refused.get(path) !== local.sha });
+  const push = (path: string, local: LocalFile, send: Update | Create): void => {
+    const refusedBefore = refused.get(path) === local.sha;
+    if (local.unpushable || refusedBefore) {
+      const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
+      plan.reportOnly.push({ type: 'refuse', path, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore });
       return;
     }
-    actions.push(
-      target
-        ? { type: 'push', path, localSha: local.sha, memoryId: target.id, expectedRemoteSha: target.sha, reason }
-        : { type: 'push', path, localSha: local.sha, reason },
-    );
+    plan.transfers.push(send);
   };
-  const pull = (path: string, r: RemoteEntry, l: Sha, reason: PullReason): void => {
-    if (!pushOnly) actions.push({ type: 'pull', path, memoryId: r.id, remoteSha: r.sha, expectLocal: l ?? null, reason });
+  const pull = (path: string, r: RemoteEntry, expectLocal: string | null, reason: PullReason): void => {
+    plan.transfers.push({
+      type: 'pull',
+      path,
+      memoryId: r.id,
+      remoteSha: r.sha,
+      expectLocal,
+      reason,
+      ...(r.content !== undefined && { content: r.content }),
+    });
   };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
-    if (!pushOnly) actions.push({ type: 'keep_local', path, localSha: local.sha, warn });
+    plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
 
   for (const path of allPaths(baseline, localFiles, remote)) {
-    const blockedBy = blockedReason(path, input.localBlocked);
-    if (blockedBy) {
+    const blocked = blockedReason(path, input.localBlocked);
+    if (blocked) {
       // The scan could not see this path: absent is not known to mean deleted. Hands off.
-      skipped.push({ path, reason: blockedBy });
+      if (blocked !== 'self') plan.skipped.push({ path, code: blocked.code, reason: blocked.detail });
       continue;
     }
-    const b = baseline.get(path);
-    const local = localFiles.get(path);
-    const r = remote.get(path);
-    const l = local?.sha;
-
-    switch (classify(b, l, r?.sha)) {
+    const cell = classify(baseline.get(path), localFiles.get(path), remote.get(path));
+    switch (cell.row) {
       case 'unchanged':
         break;
 
       case 'local_changed':
         // L != B = R: the agent edited; the store still holds what we last agreed on.
-        if (readWrite) push(path, local!, 'local_changed', r!);
-        else keep(path, local!, false);
+        if (readWrite) push(path, cell.local, { type: 'update', path, localSha: cell.local.sha, memoryId: cell.remote.id, expectedRemoteSha: cell.remote.sha });
+        else keep(path, cell.local, false);
         break;
 
       case 'remote_changed':
         // L = B != R: another writer edited; the file is as we left it.
-        pull(path, r!, l, 'remote_changed');
+        pull(path, cell.remote, cell.local.sha, 'remote_changed');
         break;
 
       case 'both_changed_same':
         // L = R != B: both sides reached the same content; only the baseline is behind.
-        if (!pushOnly) actions.push({ type: 'adopt', path, sha: l! });
+        plan.baselineOnly.push({ type: 'adopt', path, sha: cell.local.sha });
         break;
 
       case 'both_changed_differ':
-        // L != R, both != B: a real conflict. The store is the source of truth and wins. A
-        // push-only flush cannot pull, but the local edit it will not send must still be named.
-        if (pushOnly) actions.push({ type: 'note_conflict', path });
-        else pull(path, r!, l, 'conflict');
+        // L != R, both != B: a real conflict. The store is the source of truth and wins.
+        pull(path, cell.remote, cell.local.sha, 'conflict');
         break;
 
       case 'local_missing': {
@@ -193,57 +279,78 @@ export function planStore(input: PlanInput): Plan {
         // Tracked for read-only stores too (never deleted there): a folder emptied one file at a
         // time must not read as a wipe to the trust check.
         const since = missingSince.get(path) ?? now;
-        nextMissingSince.set(path, since);
-        if (!readWrite || pushOnly) break;
+        plan.missingSince.set(path, since);
+        if (!readWrite) break;
         const due = deletionMode !== 'disabled' && now - since >= graceMs && deletesThisPass < cap;
         if (!due) {
-          pendingDeletions.push(path);
+          plan.pendingDeletions.push(path);
           break;
         }
         deletesThisPass++;
         const mode = deletionMode === 'enabled' ? 'send' : 'log_only';
-        if (mode === 'log_only') pendingDeletions.push(path);
-        actions.push({ type: 'delete_remote', path, memoryId: r!.id, expectedRemoteSha: b!, mode });
+        if (mode === 'log_only') plan.pendingDeletions.push(path);
+        plan.transfers.push({ type: 'delete_remote', path, memoryId: cell.remote.id, expectedRemoteSha: cell.baseline, mode });
         break;
       }
 
       case 'local_missing_remote_changed':
         // L gone, R != B: the store has news the agent never saw. Restore rather than delete it.
-        pull(path, r!, undefined, 'restore');
+        pull(path, cell.remote, null, 'restore');
         break;
 
       case 'both_missing':
-        if (!pushOnly) actions.push({ type: 'forget', path });
+        plan.baselineOnly.push({ type: 'forget', path });
         break;
 
       case 'remote_missing':
         // R gone, L = B: deleted in the store, untouched here. Follow the store.
-        if (!pushOnly) actions.push({ type: 'delete_local', path, expectLocal: l! });
+        plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
         break;
 
       case 'remote_missing_local_edited':
         // R gone, L != B: the file is now the only copy of this memory. Never drop it.
-        if (readWrite) push(path, local!, 'recreate');
-        else keep(path, local!, true);
+        if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'recreate' });
+        else keep(path, cell.local, true);
         break;
 
       case 'new_local':
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
-        if (input.settleAfter !== null && local!.mtimeMs > input.settleAfter) {
-          skipped.push({ path, reason: 'written less than a moment ago; left for the next pass' });
+        if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter) {
+          plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
           break;
         }
-        if (readWrite) push(path, local!, 'new_local');
-        else keep(path, local!, false);
+        if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'new_local' });
+        else keep(path, cell.local, false);
         break;
 
       case 'new_remote':
-        pull(path, r!, undefined, 'new_remote');
+        pull(path, cell.remote, null, 'new_remote');
         break;
     }
   }
-  return { actions, missingSince: nextMissingSince, pendingDeletions, skipped };
+  return plan;
+}
+
+/**
+ * The push-only view of a plan (finalize's flush, crash recovery): its pushes and refusals,
+ * nothing else. No pulls, no deletes, no baseline moves; a conflict, which the full plan
+ * settles with a pull, is only noted (the store wins it, and the local edit is not sent). The
+ * deletion candidates are kept as they are, and none is pending: a flush never deletes.
+ */
+export function pushOnlyView(plan: Plan): Plan {
+  const transfers: Transfer[] = [];
+  const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse');
+  for (const t of plan.transfers) {
+    if (t.type === 'update' || t.type === 'create') transfers.push(t);
+    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path });
+  }
+  return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], skipped: plan.skipped };
+}
+
+/** Every action of a plan, in one list (transfers first). */
+export function planActions(plan: Plan): Action[] {
+  return [...plan.transfers, ...plan.baselineOnly, ...plan.reportOnly];
 }
 
 /**
@@ -269,14 +376,18 @@ function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {
   return [...paths].sort();
 }
 
-/** Why `path` (or a folder above it) could not be seen, or undefined. `/` blocks everything. */
-function blockedReason(path: string, blocked: ReadonlyMap<string, string>): string | undefined {
+/**
+ * Why `path` could not be seen: `self` when the scan blocked the path itself (and reports it),
+ * the folder's reason when a folder above it was blocked, or undefined. `/` blocks everything.
+ */
+function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathReasonCode>>): Reason<PathReasonCode> | 'self' | undefined {
   if (blocked.size === 0) return undefined;
-  const own = blocked.get(path) ?? blocked.get('/');
-  if (own) return own;
+  if (blocked.has(path)) return 'self';
+  const root = blocked.get('/');
+  if (root) return root;
   for (const folder of ancestorPaths(path)) {
     const reason = blocked.get(folder);
-    if (reason) return `${folder} ${reason}`;
+    if (reason) return { code: reason.code, detail: `${folder} ${reason.detail}` };
   }
   return undefined;
 }

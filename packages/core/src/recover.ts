@@ -303,7 +303,8 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const refusal = await store.removalRefusal();
     if (refusal) {
       await recorder.retire({ remove: false });
-      return leave(/marker check failed \(unreadable\)/.test(refusal) ? 'marker_unreadable' : 'marker_mismatch', refusal);
+      // A distrusted folder here is one whose marker the sync found wrong.
+      return leave(refusal.code === 'marker_unreadable' ? 'marker_unreadable' : 'marker_mismatch', refusal.reason);
     }
     await recorder.retire({ remove: false });
     return await removeRecovered(ctx, entry, record, folder, logger);
@@ -322,7 +323,7 @@ async function removeRecovered(
   logger: Logger,
 ): Promise<RecoveredStoreReport> {
   const outcome = await removeCreatedFolder(ctx.fs, { path: record.host_path }, folder);
-  if (!outcome.removed && outcome.reason !== 'already gone') {
+  if (!outcome.removed && !outcome.gone) {
     entry.outcome = 'left';
     entry.left = { code: 'not_removed', reason: `the folder ${outcome.reason}` };
     logger.warn(`recovery synced the store folder but left it: ${outcome.reason}`, { path: record.host_path, record: entry.record });
@@ -382,6 +383,7 @@ async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncRepo
 function cutOffReport(mount: MountedStore): StoreSyncReport {
   const cut = emptyReport(mount);
   cut.status = 'skipped';
+  cut.code = 'time_bound';
   cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
   return cut;
 }

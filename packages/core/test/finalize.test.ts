@@ -248,8 +248,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize();
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(report.timedOut).toEqual({ sync: true, flush: true });
-      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
       expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha');
       expect(report.removed).toEqual([dir]);
     }, 20_000);
@@ -261,7 +261,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize({ outcome: 'aborted' });
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(report.timedOut).toEqual({ sync: false, flush: true });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     }, 20_000);
 
     it('cut off mid-transfer: the paths not sent are listed in cutOff', async () => {
@@ -296,8 +296,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize();
       expect(Date.now() - started).toBeLessThan(6_000);
       expect(report.timedOut).toEqual({ sync: true, flush: true });
-      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/cut off/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/cut off/) });
       expect(report.removed).toEqual([dir]);
     }, 20_000);
   });

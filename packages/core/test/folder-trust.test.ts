@@ -49,7 +49,7 @@ describe('assessFolder (pure)', () => {
     });
 
     it('marker missing with only entries the scan could not read (a symlink counts as present)', () => {
-      const blocked = new Map([['/link', 'is a symlink']]);
+      const blocked = new Map([['/link', { code: 'is_symlink', detail: 'is a symlink' } as const]]);
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(2))).toMatchObject({ kind: 'distrusted' });
     });
 
@@ -83,7 +83,7 @@ describe('assessFolder (pure)', () => {
     });
 
     it('every memory file gone at once while the baseline held more than one (the boundary is 2)', () => {
-      expect(assessFolder(snapshot(), baseline(2))).toMatchObject({ kind: 'redownload' });
+      expect(assessFolder(snapshot(), baseline(2))).toMatchObject({ kind: 'redownload', code: 'folder_wiped' });
       expect(assessFolder(snapshot(), baseline(20))).toMatchObject({ kind: 'redownload' });
     });
 
@@ -92,20 +92,20 @@ describe('assessFolder (pure)', () => {
     });
 
     it('baseline files hidden under an unreadable folder are not taken as gone', () => {
-      const blocked = new Map([['/d', 'folder could not be read (EACCES)']]);
+      const blocked = new Map([['/d', { code: 'unreadable', detail: 'folder could not be read (EACCES)' } as const]]);
       expect(assessFolder(snapshot({ blocked }), new Set(['/d/a.md', '/d/b.md']))).toEqual({ kind: 'trusted' });
     });
   });
 
   describe('unreadable: cannot tell this pass', () => {
     it('the store folder itself could not be read, even with the marker missing (it may hold files)', () => {
-      const blocked = new Map([['/', 'folder could not be read (EACCES)']]);
+      const blocked = new Map([['/', { code: 'unreadable', detail: 'folder could not be read (EACCES)' } as const]]);
       expect(assessFolder(snapshot({ blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
     });
 
     it('a wipe that left a symlink where a memory was is still a wipe (the link is not that memory)', () => {
-      const blocked = new Map([['/a.md', 'is a symlink']]);
+      const blocked = new Map([['/a.md', { code: 'is_symlink', detail: 'is a symlink' } as const]]);
       const snap = snapshot({ blocked, notFiles: new Set(['/a.md']) });
       expect(assessFolder(snap, new Set(['/a.md', '/b.md']))).toMatchObject({ kind: 'redownload' });
       // Merely unreadable: its absence is unknown, so not a wipe.

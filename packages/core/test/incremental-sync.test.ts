@@ -248,7 +248,7 @@ describe('incremental sync through the change feed', () => {
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
       expect(ops(client, before)).toEqual(['listVersions']);
-      expect(report.skippedPaths).toContainEqual({ path: '/.anthropic-memory-store', reason: expect.stringMatching(/marker/) });
+      expect(report.skippedPaths).toContainEqual({ path: '/.anthropic-memory-store', code: 'remote_bad_path', reason: expect.stringMatching(/marker/) });
       expect(JSON.parse((await file('/.anthropic-memory-store'))!)).toEqual({ memory_store_id: STORE });
     });
   });

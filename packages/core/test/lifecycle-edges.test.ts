@@ -72,7 +72,7 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
       throw new Error('connection reset');
     };
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^store unavailable/) });
+    expect(report!.stores[0]).toMatchObject({ status: 'failed', code: 'store_error', reason: expect.stringMatching(/^store unavailable/) });
   });
 
   it('nothing is mounted after finalize: mounts and roots are empty', async () => {

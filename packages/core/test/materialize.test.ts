@@ -40,6 +40,43 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     expect(JSON.parse((await h.read(`${h.memoryRoot}/my-notes/.anthropic-memory-store`))!)).toEqual({ memory_store_id: STORE });
   });
 
+  it('writes what the listing returned: no memory is fetched a second time', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    expect(h.client.count('get')).toBe(0);
+    expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma');
+    // The baseline is what was written: an idle pass after it transfers nothing.
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(report).toMatchObject({ status: 'synced', pulled: [], pushed: [], errors: [] });
+  });
+
+  it('a memory the listing left without content is fetched, and only that one', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
+    const list = h.client.list.bind(h.client);
+    h.client.list = async function* (id, opts) {
+      for await (const memory of list(id, opts)) {
+        if (memory.path === '/b.md') {
+          const { content: _dropped, ...bare } = memory;
+          yield bare;
+        } else yield memory;
+      }
+    };
+    const listFolder = h.client.listFolder.bind(h.client);
+    h.client.listFolder = async function* (id, opts) {
+      for await (const entry of listFolder(id, opts)) {
+        if (entry.type === 'memory' && entry.memory.path === '/b.md') {
+          const { content: _dropped, ...bare } = entry.memory;
+          yield { ...entry, memory: bare };
+        } else yield entry;
+      }
+    };
+    await h.mounter().materialize([notesResource()]);
+    expect(h.client.count('get')).toBe(1);
+    expect(await h.read(`${h.notesDir}/b.md`)).toBe('beta');
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha');
+  });
+
   it('uses mount_path when given, else the store id when the name has no slug', async () => {
     const m = h.mounter();
     const mounts = await m.materialize([

@@ -86,7 +86,7 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     await h.write(`${h.notesDir}/fresh.md`, 'half of what the agent means to write');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pushed).toEqual([]);
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/fresh.md', reason: expect.stringMatching(/left for the next pass/) });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/fresh.md', code: 'settling', reason: expect.stringMatching(/left for the next pass/) });
     // Settled: the next pass pushes it.
     await settle(h.fs, `${h.notesDir}/fresh.md`);
     const next = await m.reconcile({ force: true });

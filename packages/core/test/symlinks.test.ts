@@ -25,7 +25,7 @@ describe('symlinks, special files and modes on a real disk', () => {
     const report = await m.reconcile({ force: true });
     await m.reconcile({ force: true });
     expect(uploaded()).not.toContain('TOP SECRET');
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/leak.md', reason: 'is a symlink' });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.logger.warnings().filter((w) => w.fields.path === '/leak.md')).toHaveLength(1);
   });
 
@@ -57,7 +57,7 @@ describe('symlinks, special files and modes on a real disk', () => {
     const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     execFileSync('mkfifo', [`${dir}/pipe`]);
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/pipe', reason: 'is not a regular file' });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/pipe', code: 'not_regular', reason: 'is not a regular file' });
   });
 
   it('a mount path that is a symlink is mount_path_exists; its target is untouched', async () => {

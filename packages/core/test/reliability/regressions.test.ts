@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import {
   AgentDelete,
+  AgentLinkOutside,
   AgentRemoveDir,
   AgentEdit,
-  AgentLinkOutside,
   Crash,
   CrashDuringPass,
   AgentRenameDir,

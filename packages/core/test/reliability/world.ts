@@ -176,8 +176,8 @@ export class Case implements RequestObserver {
     const c = new Case(scenario, disk);
     coverage.cases++;
     const seedRw = [...scenario.seedRw, ...(scenario.bulk ? BULK_PATHS : [])];
-    for (const path of seedRw) c.fake.putAs('memstore_rw', path, `seed ${path}\n`);
-    for (const path of scenario.seedRo) c.fake.putAs('memstore_ro', path, `seed ro ${path}\n`);
+    for (const path of seedRw) c.fake.writeMemory('memstore_rw', path, `seed ${path}\n`);
+    for (const path of scenario.seedRo) c.fake.writeMemory('memstore_ro', path, `seed ro ${path}\n`);
     c.#sabotage = sabotage;
     await c.step('materialize', () => c.startWorker());
     return c;

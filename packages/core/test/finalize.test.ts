@@ -1,13 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  fsError,
-  MemoryLifecycleError,
-  type DirEntry,
-  type FileStat,
-  type FileSystem,
-  type StoreMemory,
-  type StoreMemoryVersion,
-} from '@memory-mounter/core';
+import { MemoryLifecycleError, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness, type Harness } from './harness.js';
 

@@ -1,14 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  assessFolder,
-  fsError,
-  MARKER_FILE,
-  type DirEntry,
-  type FileStat,
-  type FileSystem,
-  type LocalFile,
-  type LocalSnapshot,
-} from '@memory-mounter/core';
+import { MARKER_FILE, type FileSystem } from '@memory-mounter/core';
+import { assessFolder, type LocalFile, type LocalSnapshot } from '@memory-mounter/core/engine';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, SEED, STORE, useHarness, type Harness } from './harness.js';
 

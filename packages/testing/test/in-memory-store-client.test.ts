@@ -1,5 +1,4 @@
 import { MAX_MEMORY_BYTES, StoreError, sha256Hex } from '@memory-mounter/core';
-import type { StoreMemory } from '@memory-mounter/core';
 import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import { describe, expect, it } from 'vitest';
 

@@ -442,7 +442,7 @@ async function markerStoreId(fs: FileSystem, path: string): Promise<string | und
 }
 
 /** Whether a process with this pid runs on this host (EPERM: it does, as another user). */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,10 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { NodeFileSystem, sha256Hex, StoreFolder, type FileSystem } from '@memory-mounter/core';
-import { applyPlan, type ApplyIO, type Outcome } from '../src/apply.js';
+import { NodeFileSystem, sha256Hex, type FileSystem } from '@memory-mounter/core';
+import { applyPlan, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
 import { writeMarker } from '../src/marker.js';
-import type { Transfer } from '../src/plan.js';
 import { DISKS, RecordingLogger } from './harness.js';
 
 /**

@@ -1,14 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  assessFolder,
-  fsError,
-  MARKER_FILE,
-  type DirEntry,
-  type FileStat,
-  type FileSystem,
-  type LocalFile,
-  type LocalSnapshot,
-} from '@memory-mounter/core';
+import { MARKER_FILE, type FileSystem } from '@memory-mounter/core';
+import { assessFolder, type LocalFile, type LocalSnapshot } from '@memory-mounter/core/engine';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, SEED, STORE, useHarness, type Harness } from './harness.js';
 
@@ -169,9 +161,9 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.write(`${dir}/a.md`, 'alpha, edited locally');
       await h.write(`${dir}/new.md`, 'a new local file');
       await h.remove(`${dir}/b.md`);
-      h.client.putAs(STORE, '/d/c.md', 'gamma, edited remotely');
-      h.client.putAs(STORE, '/r.md', 'a new remote memory');
-      h.client.removeAs(STORE, '/a.md');
+      h.client.writeMemory(STORE, '/d/c.md', 'gamma, edited remotely');
+      h.client.writeMemory(STORE, '/r.md', 'a new remote memory');
+      h.client.deleteMemory(STORE, '/a.md');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
       const gets = h.client.count('get');
@@ -210,7 +202,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await m.reconcile({ force: true });
       await h.write(`${dir}/a.md`, 'edited before finalize');
       await h.remove(`${dir}/b.md`);
-      h.client.putAs(STORE, '/d/c.md', 'remote edit before finalize');
+      h.client.writeMemory(STORE, '/d/c.md', 'remote edit before finalize');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
 
@@ -228,7 +220,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.write(`${dir}/a.md`, 'edited, never synced');
       await h.remove(`${dir}/b.md`);
       await h.write(`${dir}/new.md`, 'new, never synced');
-      h.client.putAs(STORE, '/d/c.md', 'remote edit');
+      h.client.writeMemory(STORE, '/d/c.md', 'remote edit');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
       const gets = h.client.count('get');
@@ -261,8 +253,8 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       const m = await h.mountNotes({ deleteGracePeriod: 0 });
       const ownMarker = await h.read(marker);
       await h.remove(dir);
-      h.client.putAs(STORE, '/a.md', 'alpha v2');
-      h.client.putAs(STORE, '/e/f.md', 'new remote');
+      h.client.writeMemory(STORE, '/a.md', 'alpha v2');
+      h.client.writeMemory(STORE, '/e/f.md', 'new remote');
       const remote = h.client.snapshot(STORE);
 
       const report = await m.reconcile({ force: true });
@@ -298,7 +290,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
       await h.remove(`${dir}/d/c.md`);
-      h.client.putAs(STORE, '/b.md', 'beta v2');
+      h.client.writeMemory(STORE, '/b.md', 'beta v2');
       const remote = h.client.snapshot(STORE);
 
       const report = await m.reconcile({ force: true });

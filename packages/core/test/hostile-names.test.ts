@@ -65,7 +65,7 @@ describe.each(DISKS)('hostile names and sizes on %s', (disk) => {
     expect(h.logger.warnings().some((w) => w.fields.path === '/big.md')).toBe(true);
 
     // The store's version changes: the pull fetches it and refuses it, with a report entry.
-    h.client.putAs(STORE, '/big.md', 'changed, still served oversized');
+    h.client.writeMemory(STORE, '/big.md', 'changed, still served oversized');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.skippedPaths).toContainEqual(expect.objectContaining({ path: '/big.md', code: 'remote_too_large', reason: expect.stringMatching(/limit/) }));
     expect(await h.read(`${h.notesDir}/big.md`)).toBeNull();

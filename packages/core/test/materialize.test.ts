@@ -182,9 +182,9 @@ describe.each(DISKS)('materialize on %s', (disk) => {
 
   it('skips remote paths that cannot live in a mount, with a warning naming path and store', async () => {
     for (const path of ['/.anthropic-memory-store', '/x/.mm-tmp-0123456789abcdef', '/back\\slash.md']) {
-      h.client.putAs(STORE, path, 'hostile');
+      h.client.writeMemory(STORE, path, 'hostile');
     }
-    h.client.putAs(STORE, '/fine.md', 'fine');
+    h.client.writeMemory(STORE, '/fine.md', 'fine');
     await h.mounter().materialize([notesResource()]);
     const dir = h.notesDir;
     expect((await h.fs.readdir(dir)).map((e) => e.name).sort()).toEqual(['.anthropic-memory-store', 'fine.md']);
@@ -196,7 +196,9 @@ describe.each(DISKS)('materialize on %s', (disk) => {
   });
 
   it('a memory whose path is also a folder of other memories is skipped, the others written', async () => {
-    h.client.seed(STORE, { '/a': 'file a', '/a/b.md': 'inside a' });
+    // The service refuses such a store; the engine must still cope with one.
+    h.client.plantMemory(STORE, '/a', 'file a');
+    h.client.plantMemory(STORE, '/a/b.md', 'inside a');
     await h.mounter().materialize([notesResource()]);
     expect(await h.read(`${h.memoryRoot}/notes/a/b.md`)).toBe('inside a');
     expect(h.logger.warnings().some((w) => w.fields.path === '/a')).toBe(true);

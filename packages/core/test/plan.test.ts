@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type Plan, type PlanInput } from '../src/plan.js';
-import type { LocalFile } from '../src/scan.js';
+// Through the engine entry, as a host that builds its own loop imports them.
+import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type LocalFile, type Plan, type PlanInput } from '@memory-mounter/core/engine';
 
 // One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
 // edit, R a remote edit.

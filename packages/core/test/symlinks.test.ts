@@ -32,8 +32,8 @@ describe('symlinks, special files and modes on a real disk', () => {
   it('a symlinked folder is never descended into, and a remote memory under it is never written through it', async () => {
     const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await symlink(outside, `${dir}/linked`);
-    h.client.putAs(STORE, '/linked/secret.txt', 'overwritten through the link');
-    h.client.putAs(STORE, '/linked/new.md', 'planted through the link');
+    h.client.writeMemory(STORE, '/linked/secret.txt', 'overwritten through the link');
+    h.client.writeMemory(STORE, '/linked/new.md', 'planted through the link');
     await m.reconcile({ force: true });
     expect(await readFile(`${outside}/secret.txt`, 'utf8')).toBe('TOP SECRET');
     await expect(stat(`${outside}/new.md`)).rejects.toMatchObject({ code: 'ENOENT' });
@@ -47,7 +47,7 @@ describe('symlinks, special files and modes on a real disk', () => {
     h.clock.advance(3600);
     await m.reconcile({ force: true });
     expect(h.client.count('delete')).toBe(0);
-    h.client.putAs(STORE, '/a.md', 'remote change');
+    h.client.writeMemory(STORE, '/a.md', 'remote change');
     await m.reconcile({ force: true });
     expect(await readFile(`${outside}/secret.txt`, 'utf8')).toBe('TOP SECRET');
     expect(uploaded()).not.toContain('TOP SECRET');

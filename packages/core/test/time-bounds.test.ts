@@ -150,7 +150,7 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
     await h.write(`${h.notesDir}/a.md`, 'alpha, edited');
     await h.remove(`${h.notesDir}/b.md`);
-    h.client.putAs(STORE, '/d/c.md', 'gamma, remote edit');
+    h.client.writeMemory(STORE, '/d/c.md', 'gamma, remote edit');
     const { updates, deletes } = recordWrites();
     h.client.failNext('listVersions', 'unavailable', 2);
     h.client.failNext('get', 'unavailable', 2);

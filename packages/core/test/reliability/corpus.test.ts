@@ -61,7 +61,8 @@ const HOSTILE_REMOTE_PATHS: [label: string, path: string, reason: RegExp][] = [
 
 describe('hostile remote paths: skipped with a warning, never written, never deleted', () => {
   it.each(HOSTILE_REMOTE_PATHS)('%s', async (_label, path, reason) => {
-    h.client.seed(STORE, { '/ok.md': 'fine', [path]: `HOSTILE ${SECRET}` });
+    h.client.seed(STORE, { '/ok.md': 'fine' });
+    h.client.plantMemory(STORE, path, `HOSTILE ${SECRET}`);
     const m = h.mounter();
     await m.materialize([notesResource()]);
 
@@ -85,7 +86,7 @@ describe('hostile remote paths: skipped with a warning, never written, never del
     expect(h.client.count('delete') + h.client.count('update') + h.client.count('create')).toBe(0);
     expect(h.disk.names(h.memoryRoot)).toEqual([]);
     // The hostile memory itself carries the secret on purpose; nothing else may.
-    h.client.removeAs(STORE, path);
+    h.client.deleteMemory(STORE, path);
     h.expectNothingOutsideTouched();
   });
 });
@@ -170,7 +171,7 @@ describe('local symlinks to the host', () => {
     expect(first.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.warningsFor('/leak.md')).toHaveLength(1);
 
-    h.client.putAs(STORE, '/leak.md', 'written through the link?');
+    h.client.writeMemory(STORE, '/leak.md', 'written through the link?');
     const second = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(second.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.disk.kindOf(`${h.dir}/leak.md`)).toBe('symlink');
@@ -184,8 +185,8 @@ describe('local symlinks to the host', () => {
     const m = h.mounter();
     await m.materialize([notesResource()]);
     h.disk.symlink(`${h.outside}/dir`, `${h.dir}/linked`);
-    h.client.putAs(STORE, '/linked/secret.txt', 'overwrite the host file?');
-    h.client.putAs(STORE, '/linked/new.md', 'plant a host file?');
+    h.client.writeMemory(STORE, '/linked/secret.txt', 'overwrite the host file?');
+    h.client.writeMemory(STORE, '/linked/new.md', 'plant a host file?');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.skippedPaths).toContainEqual({ path: '/linked', code: 'is_symlink', reason: 'is a symlink' });
     expect(report.skippedPaths.map((s) => s.path)).toEqual(expect.arrayContaining(['/linked/secret.txt', '/linked/new.md']));
@@ -214,7 +215,7 @@ describe('special files in a mount', () => {
     const m = h.mounter();
     await m.materialize([notesResource()]);
     execFileSync('mkfifo', [`${h.dir}/pipe.md`]);
-    h.client.putAs(STORE, '/pipe.md', 'would block a writer for ever');
+    h.client.writeMemory(STORE, '/pipe.md', 'would block a writer for ever');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.skippedPaths).toContainEqual({ path: '/pipe.md', code: 'not_regular', reason: 'is not a regular file' });
     expect(h.warningsFor('/pipe.md')).toHaveLength(1);
@@ -287,8 +288,8 @@ describe('a mount path that is a symlink', () => {
     await m.materialize([notesResource()]);
     h.disk.rename(h.dir, `${h.memoryRoot}/moved-away`);
     h.disk.symlink(`${h.outside}/dir`, h.dir);
-    h.client.putAs(STORE, '/secret.txt', 'overwrite the host file?');
-    h.client.putAs(STORE, '/new.md', 'plant a host file?');
+    h.client.writeMemory(STORE, '/secret.txt', 'overwrite the host file?');
+    h.client.writeMemory(STORE, '/new.md', 'plant a host file?');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/not trusted.*no longer a directory/) });
     const final = await m.finalize({ outcome: 'completed' });

@@ -369,7 +369,7 @@ export class Oracle {
     }
     if (!r) return;
 
-    const notTrusted = r.status === 'skipped' && (r.reason ?? '').startsWith('folder not trusted');
+    const notTrusted = r.status === 'skipped' && r.code === 'distrusted';
     if (notTrusted && !store.distrusted) {
       if (!store.markerTouched && atScan.rootKind === 'directory') this.violate(`I6: ${spec.id} distrusted though its marker was never touched (${r.reason})`);
       store.distrusted = true;
@@ -471,16 +471,8 @@ export class Oracle {
     this.settleSaved(store);
     // Left with the faults over: a refused restart, unless the bound was too short to finish.
     const where = `R2: recover left ${entry.path} once the faults were over`;
-    if (entry.left?.code === 'unpushed' && !timedOut) {
-      const all = (re: RegExp) => entry.unpushed.length > 0 && entry.unpushed.every((u) => re.test(u.reason));
-      if (all(/^refused/)) {
-        this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
-      } else if (all(/folder wiped/)) {
-        this.violate(`${where}: it took the folder for a wiped one and pushed none of its new files: ${JSON.stringify(entry.unpushed)} (B7)`);
-      } else {
-        this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
-      }
-    }
+    // (B6 and B7 were this: content the store will never take, and a folder taken for wiped.)
+    if (entry.left?.code === 'unpushed' && !timedOut) this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
     if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0) {
       this.violate(`${where}: an empty folder, left for its missing marker (B5)`);
     }

@@ -583,7 +583,9 @@ export class Case implements RequestObserver {
 /** Whether a time bound cut any store of this pass short. */
 function cutOffByTimeBound(report: SyncReport): boolean {
   return report.stores.some(
-    (s) => s.cutOff.length > 0 || /time bound|ran out|timed out/.test(`${s.reason ?? ''} ${s.errors.map((e) => e.message).join(' ')}`),
+    // A store call that timed out is an `unavailable` error: its message is all that tells it
+    // from an outage, and this only counts coverage.
+    (s) => s.cutOff.length > 0 || s.code === 'time_bound' || s.errors.some((e) => /timed out/.test(e.message)),
   );
 }
 
@@ -594,7 +596,7 @@ function countPass(report: SyncReport): void {
     coverage.mostDeletesInOnePass = Math.max(coverage.mostDeletesInOnePass, store.deletedRemote.length);
     coverage.conflictsReported += store.conflicts.length;
     if (store.status === 'redownloaded') coverage.redownloads++;
-    if (store.status === 'skipped' && (store.reason ?? '').startsWith('folder not trusted')) coverage.distrustedFolders++;
+    if (store.status === 'skipped' && store.code === 'distrusted') coverage.distrustedFolders++;
   }
 }
 

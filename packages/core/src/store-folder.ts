@@ -202,13 +202,23 @@ export class StoreFolder {
             throw err;
           }
         }
-        await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
-        await this.#verify(dir, wirePath);
-        // A held folder the agent removed meanwhile still takes writes, which then reach no name:
-        // a removed folder has no links left, and a write into it did not happen for anyone.
-        if (dir.pinned && (await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
-          throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+        try {
+          await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+        } catch (err) {
+          // A held folder the agent removed meanwhile takes no new entry (a pinned handle's
+          // contract, Linux's ENOENT): the write did not happen for anyone, and says so. Checked
+          // only on that failure, not after every write: once the rename is done the file is in
+          // the folder, and a folder is removed only empty, so whatever removes it afterwards
+          // removed the file first, as a later deletion of the agent's.
+          if (errorCode(err) === 'ENOENT') {
+            if (!dir.pinned) await this.#verify(dir, wirePath);
+            else if ((await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
+              throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+            }
+          }
+          throw err;
         }
+        await this.#verify(dir, wirePath);
       }),
     );
   }

@@ -38,6 +38,7 @@ interface Host {
   rename(from: string, to: string): void;
   exists(path: string): boolean;
   list(path: string): string[];
+  removeTree(path: string): void;
   dispose(): Promise<void>;
 }
 
@@ -63,6 +64,7 @@ async function makeHost(kind: Kind): Promise<Host> {
         }
       },
       list: (p) => (vol.readdirSync(p) as unknown[]).map(String).sort(),
+      removeTree: (p) => vol.rmSync(p, { recursive: true }),
       dispose: async () => {},
     };
   }
@@ -85,6 +87,7 @@ async function makeHost(kind: Kind): Promise<Host> {
       }
     },
     list: (p) => nodeFs.readdirSync(p).sort(),
+    removeTree: (p) => nodeFs.rmSync(p, { recursive: true }),
     dispose: () => rm(base, { recursive: true, force: true }),
   };
 }
@@ -190,6 +193,21 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
       host.write(`${store}/full/keep.md`, 'keep');
       await expect(folder.write('/full', bytes('x'))).rejects.toBeInstanceOf(FolderRefusal);
       expect(host.read(`${store}/full/keep.md`)).toBe('keep');
+    });
+
+    it('a write into a held folder the agent removed meanwhile is refused, and lands nowhere', async () => {
+      host.mkdir(`${store}/d`);
+      // The agent empties and removes /d after the pass opened it, right before the write.
+      const hooked = new SwapBefore(host.fs, 'writeFile', '/b.md', () => host.removeTree(`${store}/d`));
+      const racing = await StoreFolder.open(hooked, store);
+      try {
+        await racing.write('/d/a.md', bytes('first')); // holds /d for the rest of the pass
+        await expect(racing.write('/d/b.md', bytes('second'))).rejects.toMatchObject({ code: 'swapped' });
+      } finally {
+        await racing.close();
+      }
+      expect(host.list(store)).toEqual([]);
+      outsideUntouched();
     });
   });
 

@@ -181,7 +181,10 @@ export class NodeFileSystem implements FileSystem {
       };
       return { stat, read: (maxBytes) => readUpTo((buf, pos) => readFd(fd, buf, 0, buf.length, pos), maxBytes, stat.size), close };
     } finally {
-      await closeFd(probe);
+      // Closed in place, not through the thread pool: an O_PATH descriptor was never opened on
+      // the file's driver or filesystem (no flush, no release to wait for), so its close(2)
+      // cannot block, and one hand-off per file read is saved.
+      closeSync(probe);
     }
   }
 

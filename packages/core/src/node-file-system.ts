@@ -295,7 +295,9 @@ async function readUpTo(
   let total = 0;
   let want = Math.max(1, Math.min(maxBytes, expectedSize + 1));
   while (total < maxBytes) {
-    const chunk = Buffer.allocUnsafe(want);
+    // Its own zeroed memory, never the shared pool of small Buffers: the bytes go out (to
+    // `conflict` listeners too) as a view of this buffer, and its `.buffer` must hold nothing else.
+    const chunk = Buffer.alloc(want);
     const { bytesRead } = await read(chunk, total);
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;

@@ -55,8 +55,8 @@ export type ScanCache = Map<
 const RACY_WINDOW_MS = 2_000;
 /**
  * The window on a disk that keeps sub-second change times (ext4, xfs, btrfs, tmpfs, APFS):
- * there a change time moves with the kernel's coarse clock, which ticks at least every 10 ms
- * (HZ = 100) and is the clock `Date.now` reads, so 100 ms is ten ticks of margin.
+ * there a change time is the real-time clock `Date.now` reads, as of the kernel's last tick
+ * (at least every 10 ms, HZ = 100), so 100 ms is ten ticks of margin.
  */
 const FINE_RACY_WINDOW_MS = 100;
 

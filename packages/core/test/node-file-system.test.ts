@@ -89,6 +89,9 @@ describe('NodeFileSystem on the real disk', () => {
       expect(all.byteLength).toBe(70_005);
       expect(new TextDecoder().decode(all.subarray(0, 7))).toBe('abcdexx');
       expect((await opened.read(6)).byteLength).toBe(6);
+      // The bytes own their memory: nothing else of the process shows through `.buffer`.
+      const small = await opened.read(3);
+      expect(small.buffer.byteLength).toBeLessThanOrEqual(6);
       expect((await opened.read(0)).byteLength).toBe(0);
     } finally {
       await opened.close();

@@ -49,8 +49,10 @@ export interface DirHandle {
   readonly path: string;
   /**
    * True when `path` stays bound to the opened folder itself (a held descriptor), so renames or
-   * swaps of the names above it cannot redirect it. False when `path` is the folder's name,
-   * resolved again on every use: the caller must then check `dev`/`ino` around each use.
+   * swaps of the names above it cannot redirect it, and creating an entry in it fails with
+   * `ENOENT` once the folder has been removed (as Linux does for a removed directory). False
+   * when `path` is the folder's name, resolved again on every use: the caller must then check
+   * `dev`/`ino` around each use.
    */
   readonly pinned: boolean;
   /** Identity of the folder when it was opened. */

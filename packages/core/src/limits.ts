@@ -16,6 +16,11 @@ export const DEFAULT_NEW_FILE_SETTLE_S = 1;
 export const DEFAULT_FINAL_SYNC_TIMEOUT_S = 30;
 export const DEFAULT_REQUEST_TIMEOUT_S = 30;
 export const DEFAULT_SYNC_TIMEOUT_S = 60;
-export const DEFAULT_TRANSFER_CONCURRENCY = 16;
+/**
+ * 32: what the SDK's own memory sync uploads at (its UPLOAD_CONCURRENCY) against the same service.
+ * Node's fetch (undici) opens a keep-alive connection per request in flight with no per-origin
+ * cap, so the pool, not the HTTP agent, is what bounds the requests in flight.
+ */
+export const DEFAULT_TRANSFER_CONCURRENCY = 32;
 export const DEFAULT_FULL_LISTING_EVERY = 100;
 export const DEFAULT_FULL_LISTING_INTERVAL_S = 600;

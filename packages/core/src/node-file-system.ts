@@ -1,4 +1,4 @@
-import { close, closeSync, constants as fsConstants, fstat, fstatSync, lstat, open, openSync, read, statSync, type Stats } from 'node:fs';
+import { close, closeSync, constants as fsConstants, fstat, fstatSync, lstat, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { open as openPath, readdir as readdirPath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -27,6 +27,10 @@ const closeFd = promisify(close);
 // The callback lstat, promisified: called for every entry of every scan, cheaper than fs/promises'.
 const lstatCallback = promisify(lstat) as (path: string) => Promise<Stats>;
 const readFd = promisify(read) as (fd: number, buffer: Buffer, offset: number, length: number, position: number) => Promise<{ bytesRead: number }>;
+const openFdMode = promisify(open) as (path: string, flags: number, mode: number) => Promise<number>;
+const writeFd = promisify(write) as (fd: number, buffer: Uint8Array, offset: number, length: number) => Promise<{ bytesWritten: number }>;
+const renamePath = promisify(rename);
+const unlinkPath = promisify(unlink);
 
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
@@ -137,9 +141,10 @@ export class NodeFileSystem implements FileSystem {
     if (this.#pinned) return this.#openFileByPath(path);
     const handle = await openPath(path, this.#readFlags);
     try {
+      const stat = fileStat(await handle.stat());
       return {
-        stat: fileStat(await handle.stat()),
-        read: (maxBytes) => readUpTo((buf, pos) => handle.read(buf, 0, buf.length, pos), maxBytes),
+        stat,
+        read: (maxBytes) => readUpTo((buf, pos) => handle.read(buf, 0, buf.length, pos), maxBytes, stat.size),
         close: () => handle.close(),
       };
     } catch (err) {
@@ -174,9 +179,12 @@ export class NodeFileSystem implements FileSystem {
         closed = true;
         await closeFd(fd);
       };
-      return { stat, read: (maxBytes) => readUpTo((buf, pos) => readFd(fd, buf, 0, buf.length, pos), maxBytes), close };
+      return { stat, read: (maxBytes) => readUpTo((buf, pos) => readFd(fd, buf, 0, buf.length, pos), maxBytes, stat.size), close };
     } finally {
-      await closeFd(probe);
+      // Closed in place, not through the thread pool: an O_PATH descriptor was never opened on
+      // the file's driver or filesystem (no flush, no release to wait for), so its close(2)
+      // cannot block, and one hand-off per file read is saved.
+      closeSync(probe);
     }
   }
 
@@ -194,18 +202,25 @@ export class NodeFileSystem implements FileSystem {
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
     // Same directory as the target, so the rename stays on one filesystem and is atomic.
     const temp = join(dirname(path), tempFileName());
-    const fd = await fse.open(temp, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
+    // Plain descriptors and the callback API, as for reads: a download writes thousands of
+    // files, and fs-extra's promise wrappers cost more per call than the write itself.
+    const fd = await openFdMode(temp, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
     try {
       try {
-        await fse.writeFile(fd, data);
+        for (let at = 0; at < data.byteLength; ) {
+          const { bytesWritten: written } = await writeFd(fd, data, at, data.byteLength - at);
+          // A regular file takes at least one byte or fails (ENOSPC, EIO): never loop on nothing.
+          if (written <= 0) throw fsError('EIO', 'write', temp, 'wrote nothing');
+          at += written;
+        }
       } finally {
-        await fse.close(fd);
+        await closeFd(fd);
       }
       // rename(2) replaces whatever entry is at `path`, a symlink included: never writes through it.
       // No fsync: readers need atomicity, not durability; the store holds the real copy.
-      await fse.rename(temp, path);
+      await renamePath(temp, path);
     } catch (err) {
-      await fse.unlink(temp).catch(() => {});
+      await unlinkPath(temp).catch(() => {});
       throw err;
     }
   }
@@ -265,22 +280,34 @@ export class NodeFileSystem implements FileSystem {
   }
 }
 
-/** Reads from the start of the file until its end or `maxBytes`, whichever comes first. */
+/**
+ * Reads from the start of the file until its end or `maxBytes`, whichever comes first.
+ * `expectedSize` is the size the open descriptor's fstat gave: the first read asks for one byte
+ * more, so a file that did not grow is read whole by one read(2) into a buffer of its size, and
+ * one that did goes on in chunks. Never more than `maxBytes` is read or allocated.
+ */
 async function readUpTo(
   read: (buffer: Buffer, position: number) => Promise<{ bytesRead: number }>,
   maxBytes: number,
+  expectedSize: number,
 ): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let total = 0;
+  let want = Math.max(1, Math.min(maxBytes, expectedSize + 1));
   while (total < maxBytes) {
-    const chunk = Buffer.allocUnsafe(Math.min(maxBytes - total, 65_536));
+    // Its own zeroed memory, never the shared pool of small Buffers: the bytes go out (to
+    // `conflict` listeners too) as a view of this buffer, and its `.buffer` must hold nothing else.
+    const chunk = Buffer.alloc(want);
     const { bytesRead } = await read(chunk, total);
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
     // A regular file reads short only at its end: no second read to learn that.
     if (bytesRead < chunk.length) break;
+    want = Math.min(maxBytes - total, 65_536);
   }
-  return new Uint8Array(Buffer.concat(chunks, total));
+  // One chunk (the usual case) is returned as it is, without a copy.
+  const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  return new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength);
 }
 
 /**

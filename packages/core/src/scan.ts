@@ -51,8 +51,25 @@ export type ScanCache = Map<
 /**
  * A file changed within this long of being hashed could change again without moving its
  * timestamps (coarse clocks, same-tick writes); it is read again until it is older than that.
+ * 2 s covers the coarsest disks (FAT's 2 s, ext3's and HFS+'s 1 s).
  */
 const RACY_WINDOW_MS = 2_000;
+/**
+ * The window on a disk that keeps sub-second change times (ext4, xfs, btrfs, tmpfs, APFS):
+ * there a change time is the real-time clock `Date.now` reads, as of the kernel's last tick
+ * (at least every 10 ms, HZ = 100), so 100 ms is ten ticks of margin.
+ */
+const FINE_RACY_WINDOW_MS = 100;
+
+/**
+ * How long after its last change a file's cached hash is not trusted. The change time (ctime)
+ * is the kernel's, never the agent's to set, and a ctime with a fraction of a second proves
+ * the disk keeps fractions; one without (one file in a thousand on a fine disk) only costs a
+ * read more.
+ */
+export function racyWindowMs(ctimeMs: number): number {
+  return ctimeMs % 1_000 === 0 ? RACY_WINDOW_MS : FINE_RACY_WINDOW_MS;
+}
 /** Files read at once: enough to keep libuv's pool busy, few enough to bound memory (each read is at most 100 kB). */
 const READ_CONCURRENCY = 16;
 
@@ -89,8 +106,10 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
 
 async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache): Promise<void> {
   const { wirePath } = entry;
-  const stat = await entry.stat().catch(() => null);
   const known = cache.get(wirePath);
+  // A file with nothing cached is read at once: the open descriptor's fstat then stands for
+  // the stat an lstat would have given, one call fewer.
+  const stat = known ? await entry.stat().catch(() => null) : null;
   if (
     stat?.type === 'file' &&
     stat.nlink === 1 &&
@@ -100,7 +119,7 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
     known.ctimeMs === stat.ctimeMs &&
     known.dev === stat.dev &&
     known.ino === stat.ino &&
-    known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > RACY_WINDOW_MS
+    known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > racyWindowMs(stat.ctimeMs)
   ) {
     out.files.set(wirePath, known.file);
     return;
@@ -126,9 +145,11 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
   else if (read.unpushable) file.unpushable = read.unpushable;
   else if (read.bytes && decodeUtf8(read.bytes) === null) file.unpushable = { code: 'not_utf8', detail: 'is not UTF-8 text' };
   out.files.set(wirePath, file);
-  // Cache only when the stat taken before the read still describes what was read.
+  // Cached as the descriptor read saw it (fstat right after the open, before the bytes), and
+  // only when an lstat taken before the read, if any, still describes the same file. `hashedAt`
+  // precedes that fstat, so a change after it moves ctime past `hashedAt` and is read again.
   const { stat: opened } = read;
-  if (stat?.type === 'file' && stat.ino === opened.ino && stat.size === opened.size && stat.mtimeMs === opened.mtimeMs) {
-    cache.set(wirePath, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, dev: stat.dev, ino: stat.ino, hashedAt, file });
+  if (opened.type === 'file' && (!stat || (stat.type === 'file' && stat.ino === opened.ino && stat.size === opened.size && stat.mtimeMs === opened.mtimeMs))) {
+    cache.set(wirePath, { size: opened.size, mtimeMs: opened.mtimeMs, ctimeMs: opened.ctimeMs, dev: opened.dev, ino: opened.ino, hashedAt, file });
   }
 }

@@ -85,11 +85,19 @@ const FILE_MODE = 0o600;
  * file. Past this many, further folders are opened per act and closed after it.
  */
 const MAX_HELD_FOLDERS = 256;
+/** Entries of one folder removed at once by `removeAll`. */
+const REMOVE_CONCURRENCY = 16;
 
 export class StoreFolder {
   #root: DirHandle;
   /** Open subfolders reused by later acts; dropped (retired) when the root moves or at close. */
   readonly #held = new Map<string, DirHandle>();
+  /**
+   * Opens of a subfolder in progress, by wire path: parallel acts in a folder not held yet
+   * (a download's or a push's first files there) wait for the one open instead of each opening
+   * and closing their own. What one resolves to is used only if it was then held.
+   */
+  readonly #opening = new Map<string, Promise<DirHandle>>();
   /**
    * Acts in progress, and handles no act may start using any more. A retired handle is closed
    * only once no act is in progress: a descriptor closed under an act that still holds its
@@ -203,13 +211,23 @@ export class StoreFolder {
             throw err;
           }
         }
-        await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
-        await this.#verify(dir, wirePath);
-        // A held folder the agent removed meanwhile still takes writes, which then reach no name:
-        // a removed folder has no links left, and a write into it did not happen for anyone.
-        if (dir.pinned && (await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
-          throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+        try {
+          await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+        } catch (err) {
+          // A held folder the agent removed meanwhile takes no new entry (a pinned handle's
+          // contract, Linux's ENOENT): the write did not happen for anyone, and says so. Checked
+          // only on that failure, not after every write: once the rename is done the file is in
+          // the folder, and a folder is removed only empty, so whatever removes it afterwards
+          // removed the file first, as a later deletion of the agent's.
+          if (errorCode(err) === 'ENOENT') {
+            if (!dir.pinned) await this.#verify(dir, wirePath);
+            else if ((await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
+              throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+            }
+          }
+          throw err;
         }
+        await this.#verify(dir, wirePath);
       }),
     );
   }
@@ -362,27 +380,41 @@ export class StoreFolder {
 
   async #empty(dir: DirHandle, wireDir: string): Promise<void> {
     await this.#verify(dir, wireDir);
-    for (const entry of await this.#list(dir)) {
+    const entries = await this.#list(dir);
+    const remove = async (name: string) => {
+      await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
+      await this.fs.rm(`${dir.path}/${name}`);
+    };
+    // Files (and links, and anything else that is not a folder) go several at a time, each by
+    // its name in this held folder: a store of thousands is not thousands of calls in a row.
+    // Every removal is settled before this returns, so no call outlives the handle it names.
+    const files = entries.filter((entry) => entry.type !== 'directory');
+    let next = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: Math.min(REMOVE_CONCURRENCY, files.length) }, async () => {
+        while (next < files.length) await remove(files[next++]!.name);
+      }),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    for (const entry of entries) {
+      if (entry.type !== 'directory') continue;
       const wirePath = `${wireDir === '/' ? '' : wireDir}/${entry.name}`;
-      const target = `${dir.path}/${entry.name}`;
-      if (entry.type === 'directory') {
-        let child: DirHandle | null = null;
+      let child: DirHandle | null = null;
+      try {
+        child = await this.#openChild(dir, entry.name, wirePath);
+      } catch (err) {
+        // Swapped for a link or a file since the listing: that entry goes, not what it names.
+        if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+      }
+      if (child) {
         try {
-          child = await this.#openChild(dir, entry.name, wirePath);
-        } catch (err) {
-          // Swapped for a link or a file since the listing: that entry goes, not what it names.
-          if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
-        }
-        if (child) {
-          try {
-            await this.#empty(child, wirePath);
-          } finally {
-            await child.close();
-          }
+          await this.#empty(child, wirePath);
+        } finally {
+          await child.close();
         }
       }
-      await this.#verify(dir, wirePath);
-      await this.fs.rm(target);
+      await remove(entry.name);
     }
   }
 
@@ -479,7 +511,8 @@ export class StoreFolder {
     const close = async () => {
       for (const handle of own.reverse()) await handle.close();
     };
-    let dir = this.#root;
+    const root = this.#root;
+    let dir = root;
     try {
       for (let i = 0; i < segments.length - 1; i++) {
         const name = segments[i]!;
@@ -489,21 +522,25 @@ export class StoreFolder {
           dir = held;
           continue;
         }
-        let child: DirHandle;
-        try {
-          child = await this.#openChild(dir, name, wireDir);
-        } catch (err) {
-          if (!create || errorCode(err) !== 'ENOENT') throw err;
-          await this.#verify(dir, wireDir);
-          try {
-            await this.fs.mkdir(`${dir.path}/${name}`, { mode: DIR_MODE });
-          } catch (mkdirErr) {
-            // Made meanwhile by a parallel write of this pass (or the agent): opened and checked below.
-            if (errorCode(mkdirErr) !== 'EEXIST') throw mkdirErr;
+        const pending = this.#opening.get(wireDir);
+        if (pending) {
+          // Another act is opening it: its handle, if it was held (not that act's own, which
+          // closes with it, and not one retired meanwhile). Else this act opens its own.
+          const shared = await pending.catch(() => null);
+          if (shared && this.#held.get(wireDir) === shared) {
+            dir = shared;
+            continue;
           }
-          child = await this.#openChild(dir, name, wireDir);
         }
-        dir = this.#hold(wireDir, child, own);
+        const opening = this.#openOrMake(dir, name, wireDir, create);
+        if (!pending) {
+          this.#opening.set(wireDir, opening);
+          void opening.then(
+            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
+            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
+          );
+        }
+        dir = this.#hold(wireDir, await opening, own, root);
       }
     } catch (err) {
       await close();
@@ -512,8 +549,33 @@ export class StoreFolder {
     return { dir, close };
   }
 
+  /**
+   * Opens the folder `name` in `dir`; with `create`, makes it (0700) when missing, then opens
+   * it like any other, so a folder swapped right after its mkdir is refused, not entered.
+   */
+  async #openOrMake(dir: DirHandle, name: string, wireDir: string, create: boolean): Promise<DirHandle> {
+    try {
+      return await this.#openChild(dir, name, wireDir);
+    } catch (err) {
+      if (!create || errorCode(err) !== 'ENOENT') throw err;
+      await this.#verify(dir, wireDir);
+      try {
+        await this.fs.mkdir(`${dir.path}/${name}`, { mode: DIR_MODE });
+      } catch (mkdirErr) {
+        // Made meanwhile by a parallel write of this pass (or the agent): opened and checked below.
+        if (errorCode(mkdirErr) !== 'EEXIST') throw mkdirErr;
+      }
+      return this.#openChild(dir, name, wireDir);
+    }
+  }
+
   /** Keeps `child` for later acts when there is room (or another act kept one first); else it is this act's own. */
-  #hold(wireDir: string, child: DirHandle, own: DirHandle[]): DirHandle {
+  #hold(wireDir: string, child: DirHandle, own: DirHandle[], root: DirHandle): DirHandle {
+    // Opened below a root the folder has since moved off (locate): this act's alone.
+    if (root !== this.#root) {
+      own.push(child);
+      return child;
+    }
     const kept = this.#held.get(wireDir);
     if (kept) {
       own.push(child);

@@ -1,6 +1,6 @@
 import type { Semaphore } from 'async-mutex';
 import { listAll } from './errors.js';
-import { MAX_PATH_SEGMENTS } from './limits.js';
+import { LIST_PAGE_SIZE, MAX_PATH_SEGMENTS } from './limits.js';
 import type { StoreClient, StoreFolderEntry, StoreMemory } from './store-client.js';
 
 /**
@@ -63,4 +63,48 @@ function isSubFolder(folder: string, path: string): boolean {
   if (typeof path !== 'string' || !path.startsWith(folder) || !path.endsWith('/')) return false;
   const name = path.slice(folder.length, -1);
   return name !== '' && name !== '.' && name !== '..' && !name.includes('/');
+}
+
+/**
+ * Whether a full listing without content should fan out by folder (`listStore`) rather than
+ * walk one `list` page after page, judged from the paths the caller already knows of the store
+ * (its last view). Pages without content hold 100 memories, so one walk costs ⌈n / 100⌉
+ * requests, each one round trip after the other; a fan-out costs about a request per folder
+ * (more for folders over a page), nearly all in parallel. It fans out when that at least
+ * halves the round trips and costs at most three times the requests: a store of 2,000
+ * memories in 40 folders lists in 2 round trips (41 requests) instead of 20, and one of many
+ * small folders, where a fan-out would send a request for every few memories, keeps the walk.
+ * A store that fits one page, or one not known yet, is walked (one request).
+ */
+export function fanOutPays(knownPaths: readonly string[]): boolean {
+  const walkPages = Math.ceil(knownPaths.length / LIST_PAGE_SIZE);
+  if (walkPages <= 1) return false;
+  // Like listStore: a level holding a single folder and nothing else is descended first.
+  let paths = knownPaths;
+  let prefix = '/';
+  for (let depth = 0; depth < MAX_PATH_SEGMENTS; depth++) {
+    const first = folderBelow(prefix, paths[0]!);
+    if (first === null || !paths.every((p) => folderBelow(prefix, p) === first)) break;
+    prefix = first;
+  }
+  const folders = new Map<string, number>();
+  let here = 0;
+  for (const path of paths) {
+    const folder = folderBelow(prefix, path);
+    if (folder === null) here++;
+    else folders.set(folder, (folders.get(folder) ?? 0) + 1);
+  }
+  const pages = (n: number) => Math.max(1, Math.ceil(n / LIST_PAGE_SIZE));
+  const levelPages = pages(here + folders.size);
+  const folderPages = [...folders.values()].map(pages);
+  const requests = levelPages + folderPages.reduce((a, b) => a + b, 0);
+  const roundTrips = levelPages + Math.max(0, ...folderPages);
+  return roundTrips * 2 <= walkPages && requests <= 3 * walkPages;
+}
+
+/** The folder (`/a/b/`) one segment below `prefix` that holds `path`, or null when `path` is directly in it. */
+function folderBelow(prefix: string, path: string): string | null {
+  if (!path.startsWith(prefix)) return null;
+  const slash = path.indexOf('/', prefix.length);
+  return slash < 0 ? null : path.slice(0, slash + 1);
 }

@@ -95,6 +95,7 @@ export class StoreSync {
       logger: deps.logger,
       policy: deps.listing ?? DEFAULT_LISTING_POLICY,
       feedBudgetMs: deps.feedBudgetMs ?? DEFAULT_FEED_BUDGET_MS,
+      pool: this.#pool,
     });
   }
 

@@ -13,9 +13,24 @@ import { randomBytes } from 'node:crypto';
 const OUR_TEMP = /^\.mm-tmp-[0-9a-f]{16}$/;
 const TOOLSET_TEMP = /^\.tmp-\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/**
+ * Random bytes drawn ahead, 8 a name: one call to the CSPRNG per 512 names instead of one per
+ * file written (a download writes thousands). Each name still takes 8 bytes no other name got,
+ * so names stay as unpredictable to the agent as before: it cannot plant one in advance.
+ */
+const NAMES_PER_DRAW = 512;
+let drawn = Buffer.alloc(0);
+let next = 0;
+
 /** A fresh `.mm-tmp-<16 hex>`: hidden, unique, recognisable, and short. */
 export function tempFileName(): string {
-  return `.mm-tmp-${randomBytes(8).toString('hex')}`;
+  if (next + 8 > drawn.length) {
+    drawn = randomBytes(8 * NAMES_PER_DRAW);
+    next = 0;
+  }
+  const name = `.mm-tmp-${drawn.toString('hex', next, next + 8)}`;
+  next += 8;
+  return name;
 }
 
 export function isTempFileName(name: string): boolean {

@@ -112,7 +112,7 @@ export interface MemoryMounterOptions {
   /**
    * Store requests that move memories (downloads, pushes, fetches, remote deletes, and the
    * per-folder listings of a parallel download) in flight at once, for the whole session: one
-   * pool shared by all its stores. An integer >= 1. Default 16.
+   * pool shared by all its stores. An integer >= 1. Default 32.
    */
   transferConcurrency?: number;
   /**

@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import { StoreError, type MemoryMounter, type MemoryMounterOptions, type StoreMemoryVersion } from '@memory-mounter/core';
 import { FEED_OVERLAP_MS } from '../src/remote-feed.js';
+import { DEFAULT_TRANSFER_CONCURRENCY } from '../src/limits.js';
+import { fanOutPays } from '../src/store-listing.js';
 import { notesResource, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
 
 /**
@@ -358,6 +360,69 @@ describe('finalize reads each store once', () => {
   });
 });
 
+describe('a full listing fans out by folder when that pays', () => {
+  const h = useHarness('memfs');
+
+  it('the final sync of 400 memories in 8 folders: the root and each folder at once, and the view is whole', async () => {
+    const m = await mountMany(h, manyMemories(400, 8));
+    // Meanwhile in the store: one memory changed, one deleted, one created in a new folder.
+    h.client.writeMemory(STORE, '/f03/n0003.md', 'changed in the store');
+    h.client.deleteMemory(STORE, '/f05/n0005.md');
+    h.client.writeMemory(STORE, '/g/new.md', 'created in the store');
+    await h.write(`${h.notesDir}/f01/n0001.md`, 'edited here');
+    const before = h.client.requests.length;
+    const report = await m.finalize();
+    const lists = h.client.requests.slice(before).filter((r) => r.op === 'list');
+    // The root one level deep (one page: 8 roll-ups, and the new folder), then each folder.
+    expect(lists.filter((r) => r.depth === 1).map((r) => r.path)).toEqual([undefined]);
+    expect(lists.filter((r) => r.depth === undefined).map((r) => r.path).sort()).toEqual([
+      '/f00/', '/f01/', '/f02/', '/f03/', '/f04/', '/f05/', '/f06/', '/f07/', '/g/',
+    ]);
+    expect(report.sync!.stores[0]).toMatchObject({ status: 'synced', pushed: ['/f01/n0001.md'], errors: [] });
+    expect([...report.sync!.stores[0]!.pulled].sort()).toEqual(['/f03/n0003.md', '/g/new.md']);
+    expect(report.sync!.stores[0]!.deletedLocal).toEqual(['/f05/n0005.md']);
+    expect(report.sync!.stores[0]!.deletedRemote).toEqual([]);
+    expect(report.unpushed).toEqual([]);
+    expect(h.client.snapshot(STORE)['/f01/n0001.md']).toBe('edited here');
+    expect(Object.keys(h.client.snapshot(STORE))).toHaveLength(400);
+  });
+
+  it('its folder listings hold slots of the session pool: never more in flight than transferConcurrency', async () => {
+    const m = await h.mountNotes({ transferConcurrency: 3 }, manyMemories(400, 8));
+    h.client.latencyMs = 5;
+    let inFlight = 0;
+    let peak = 0;
+    const list = h.client.list.bind(h.client);
+    h.client.list = async function* (storeId, opts) {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      try {
+        yield* list(storeId, opts);
+      } finally {
+        inFlight--;
+      }
+    };
+    const before = h.client.requests.length;
+    const report = await m.finalize();
+    expect(h.client.requests.slice(before).filter((r) => r.op === 'list' && r.depth === undefined)).toHaveLength(8);
+    expect(peak).toBe(3);
+    expect(report.sync!.stores[0]).toMatchObject({ status: 'synced', errors: [] });
+  });
+
+  it('pays for many pages in a few folders, not for one page or for many small folders', () => {
+    const paths = (n: number, folders: number, under = '') =>
+      Object.keys(manyMemories(n, folders)).map((p) => `${under}${p}`);
+    expect(fanOutPays(paths(2_000, 40))).toBe(true); // 2 round trips, 41 requests, against 20 pages
+    expect(fanOutPays(paths(10_000, 40))).toBe(true); // 1 + 3 round trips against 100
+    expect(fanOutPays(paths(2_000, 40, '/memories'))).toBe(true); // a lone top folder is descended
+    expect(fanOutPays(paths(100, 10))).toBe(false); // one page already
+    expect(fanOutPays([])).toBe(false); // nothing known: walk
+    expect(fanOutPays(paths(251, 5))).toBe(false); // 2 round trips against 3: not worth it
+    expect(fanOutPays(paths(2_000, 100))).toBe(false); // 2 round trips, but 101 requests against 20
+    expect(fanOutPays(paths(2_000, 1))).toBe(false); // one folder: no fan-out to be had
+  });
+});
+
 describe('parallel materialize', () => {
   const h = useHarness('memfs');
 
@@ -387,9 +452,9 @@ describe('parallel materialize', () => {
     // The root: 40 roll-ups and one memory, 20 rows a page with content.
     expect(lists.filter((r) => r.depth === 1).map((r) => r.path)).toEqual([undefined, undefined, undefined]);
     const folders = lists.filter((r) => r.depth === undefined);
-    // Then each folder once (10 memories: one page), 16 at a time (the default pool).
+    // Then each folder once (10 memories: one page), as many at a time as the default pool has slots.
     expect(folders.map((r) => r.path).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `/f${String(i).padStart(2, '0')}/`));
-    expect(seen.peak).toBe(16);
+    expect(seen.peak).toBe(DEFAULT_TRANSFER_CONCURRENCY);
     expect(h.client.count('get')).toBe(0);
     expect(await h.read(`${h.notesDir}/f07/n0007.md`)).toMatch(/^note 7\n/);
     expect(await h.read(`${h.notesDir}/top.md`)).toBe('at the root');

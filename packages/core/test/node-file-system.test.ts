@@ -77,6 +77,37 @@ describe('NodeFileSystem on the real disk', () => {
     expect(await fs.readdir(root)).toEqual(['file-link']);
   });
 
+  it.each([true, false])('reads a file that grew after its open whole, up to the limit (pinned: %s)', async (pinDirectories) => {
+    // The first read asks for the size the open saw, plus one byte: growth must send it on.
+    const grown = path.join(root, 'grown.md');
+    await fs.writeFile(grown, 'abcde');
+    const opened = await new NodeFileSystem(fsConstants, { pinDirectories }).openFile(grown);
+    try {
+      expect(opened.stat.size).toBe(5);
+      await fs.appendFile(grown, 'x'.repeat(70_000));
+      const all = await opened.read(100_000);
+      expect(all.byteLength).toBe(70_005);
+      expect(new TextDecoder().decode(all.subarray(0, 7))).toBe('abcdexx');
+      expect((await opened.read(6)).byteLength).toBe(6);
+      // The bytes own their memory: nothing else of the process shows through `.buffer`.
+      const small = await opened.read(3);
+      expect(small.buffer.byteLength).toBeLessThanOrEqual(6);
+      expect((await opened.read(0)).byteLength).toBe(0);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('writes large and empty files whole', async () => {
+    const big = Buffer.alloc(300_000);
+    for (let i = 0; i < big.length; i++) big[i] = i % 251;
+    await nodeFs.writeFile(path.join(root, 'big'), big);
+    await nodeFs.writeFile(path.join(root, 'empty'), new Uint8Array(0));
+    expect(big.equals(await fs.readFile(path.join(root, 'big')))).toBe(true);
+    expect((await fs.readFile(path.join(root, 'empty'))).byteLength).toBe(0);
+    expect((await fs.readdir(root)).sort()).toEqual(['big', 'empty']);
+  });
+
   it.skipIf(isRoot)('reports EACCES in a directory it may not write, leaving no temp file', async () => {
     const locked = path.join(root, 'locked');
     await fs.mkdir(locked);

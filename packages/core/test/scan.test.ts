@@ -4,13 +4,19 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem, sha256Hex } from '@memory-mounter/core';
 import { scanStore, StoreFolder, type ScanCache } from '@memory-mounter/core/engine';
+import { racyWindowMs } from '../src/scan.js';
 
 /** A NodeFileSystem that counts the files it opens for reading. */
 class CountingFs extends NodeFileSystem {
   reads = 0;
+  lstats = 0;
   override openFile(path: string) {
     this.reads++;
     return super.openFile(path);
+  }
+  override lstat(path: string) {
+    this.lstats++;
+    return super.lstat(path);
   }
 }
 
@@ -67,9 +73,36 @@ describe('scanStore on a real disk', () => {
     await writeFile(join(dir, 'a.md'), 'alpha');
     const cache: ScanCache = new Map();
     await scanOnce(fs, dir, cache);
+    const entry = cache.get('/a.md')!;
+    // Hashed just inside the window of this disk after the file's last change.
+    entry.hashedAt = Math.max(entry.mtimeMs, entry.ctimeMs) + racyWindowMs(entry.ctimeMs) - 1;
     const before = fs.reads;
     await scanOnce(fs, dir, cache);
     expect(fs.reads - before).toBe(2); // marker + the fresh file
+    // Just past it, the hash is trusted.
+    const again = cache.get('/a.md')!;
+    again.hashedAt = Math.max(again.mtimeMs, again.ctimeMs) + racyWindowMs(again.ctimeMs) + 1;
+    const settled = fs.reads;
+    await scanOnce(fs, dir, cache);
+    expect(fs.reads - settled).toBe(1); // the marker only
+  });
+
+  it('the racy window is 2 s where change times are whole seconds, 100 ms where the disk keeps fractions', () => {
+    expect(racyWindowMs(1_700_000_000_000)).toBe(2_000);
+    expect(racyWindowMs(1_700_000_000_123.456)).toBe(100);
+    expect(racyWindowMs(1_700_000_000_000.5)).toBe(100);
+  });
+
+  it('a file with nothing cached is read without an lstat before it; a cached one is lstat-ed first', async () => {
+    for (const name of ['a.md', 'b.md', 'c.md']) await writeFile(join(dir, name), name);
+    const cache: ScanCache = new Map();
+    const first = await scanOnce(fs, dir, cache);
+    expect(first.files.size).toBe(3);
+    expect(fs.lstats).toBe(1); // locating the store folder; none per file
+    expect([...cache.values()].map((e) => e.file.sha).sort()).toEqual(['a.md', 'b.md', 'c.md'].map(sha256Hex).sort());
+    fs.lstats = 0;
+    await scanOnce(fs, dir, cache);
+    expect(fs.lstats).toBe(4); // the folder, and each file against its cache entry
   });
 
   it('forgets files that are gone', async () => {

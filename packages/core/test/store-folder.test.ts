@@ -30,6 +30,7 @@ interface Host {
   rename(from: string, to: string): void;
   exists(path: string): boolean;
   list(path: string): string[];
+  removeTree(path: string): void;
   dispose(): Promise<void>;
 }
 
@@ -55,6 +56,7 @@ async function makeHost(kind: Kind): Promise<Host> {
         }
       },
       list: (p) => (vol.readdirSync(p) as unknown[]).map(String).sort(),
+      removeTree: (p) => vol.rmSync(p, { recursive: true }),
       dispose: async () => {},
     };
   }
@@ -77,6 +79,7 @@ async function makeHost(kind: Kind): Promise<Host> {
       }
     },
     list: (p) => nodeFs.readdirSync(p).sort(),
+    removeTree: (p) => nodeFs.rmSync(p, { recursive: true }),
     dispose: () => rm(base, { recursive: true, force: true }),
   };
 }
@@ -183,6 +186,21 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
       await expect(folder.write('/full', bytes('x'))).rejects.toBeInstanceOf(FolderRefusal);
       expect(host.read(`${store}/full/keep.md`)).toBe('keep');
     });
+
+    it('a write into a held folder the agent removed meanwhile is refused, and lands nowhere', async () => {
+      host.mkdir(`${store}/d`);
+      // The agent empties and removes /d after the pass opened it, right before the write.
+      const hooked = new SwapBefore(host.fs, 'writeFile', '/b.md', () => host.removeTree(`${store}/d`));
+      const racing = await StoreFolder.open(hooked, store);
+      try {
+        await racing.write('/d/a.md', bytes('first')); // holds /d for the rest of the pass
+        await expect(racing.write('/d/b.md', bytes('second'))).rejects.toMatchObject({ code: 'swapped' });
+      } finally {
+        await racing.close();
+      }
+      expect(host.list(store)).toEqual([]);
+      outsideUntouched();
+    });
   });
 
   describe('unlink', () => {
@@ -207,6 +225,39 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
       await folder.removeAll();
       expect(host.exists(store)).toBe(false);
       outsideUntouched();
+    });
+
+    it('removes a folder of many files several at a time, never more than 16 at once', async () => {
+      host.mkdir(`${store}/d`);
+      for (let i = 0; i < 100; i++) host.write(`${store}/n${i}.md`, `${i}`);
+      for (let i = 0; i < 20; i++) host.write(`${store}/d/m${i}.md`, `${i}`);
+      const counting = new Counting(host.fs, 5);
+      const removing = await StoreFolder.open(counting, store);
+      await removing.removeAll();
+      expect(host.exists(store)).toBe(false);
+      expect(counting.peak.rm).toBeGreaterThan(1);
+      expect(counting.peak.rm).toBeLessThanOrEqual(16);
+      outsideUntouched();
+    });
+  });
+
+  describe('parallel acts in one folder', () => {
+    it('writes racing into a folder not held yet open it once between them', async () => {
+      host.mkdir(`${store}/d`);
+      const counting = new Counting(host.fs, 5);
+      const racing = await StoreFolder.open(counting, store);
+      try {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => racing.write(`/d/n${i}.md`, bytes(`note ${i}`), { onlyIfAbsent: true })));
+        expect(counting.calls.openDir.filter((p) => p.endsWith('/d'))).toHaveLength(1);
+        // A folder made by the first write: one failed open, the mkdir, one open; the others wait.
+        await Promise.all(Array.from({ length: 20 }, (_, i) => racing.write(`/e/n${i}.md`, bytes(`note ${i}`))));
+        expect(counting.calls.openDir.filter((p) => p.endsWith('/e'))).toHaveLength(2);
+      } finally {
+        await racing.close();
+      }
+      expect(host.list(`${store}/d`)).toHaveLength(20);
+      expect(host.list(`${store}/e`)).toHaveLength(20);
+      expect(host.read(`${store}/e/n7.md`)).toBe('note 7');
     });
   });
 
@@ -303,4 +354,34 @@ class SwapBefore implements FileSystem {
   rename = (a: string, b: string) => this.inner.rename(a, b);
   openDir = (p: string): Promise<DirHandle> => this.inner.openDir(p);
   openFile = (p: string): Promise<OpenFile> => (this.#maybe('openFile', p), this.inner.openFile(p));
+}
+
+/** Delegates to `inner`, recording each call's path and the most calls of a kind in flight at once; `delayMs` keeps them in flight. */
+class Counting implements FileSystem {
+  readonly calls: Record<'openDir' | 'rm' | 'writeFile', string[]> = { openDir: [], rm: [], writeFile: [] };
+  readonly peak: Record<'openDir' | 'rm' | 'writeFile', number> = { openDir: 0, rm: 0, writeFile: 0 };
+  readonly #now: Record<'openDir' | 'rm' | 'writeFile', number> = { openDir: 0, rm: 0, writeFile: 0 };
+  constructor(
+    private readonly inner: FileSystem,
+    private readonly delayMs: number,
+  ) {}
+  async #track<T>(op: 'openDir' | 'rm' | 'writeFile', path: string, call: () => Promise<T>): Promise<T> {
+    this.calls[op].push(path);
+    this.peak[op] = Math.max(this.peak[op], ++this.#now[op]);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      return await call();
+    } finally {
+      this.#now[op]--;
+    }
+  }
+  lstat = (p: string) => this.inner.lstat(p);
+  readdir = (p: string) => this.inner.readdir(p);
+  readFile = (p: string) => this.inner.readFile(p);
+  writeFile = (p: string, d: Uint8Array, o?: { mode?: number }) => this.#track('writeFile', p, () => this.inner.writeFile(p, d, o));
+  mkdir = (p: string, o?: { mode?: number; recursive?: boolean }) => this.inner.mkdir(p, o);
+  rm = (p: string, o?: { recursive?: boolean }) => this.#track('rm', p, () => this.inner.rm(p, o));
+  rename = (a: string, b: string) => this.inner.rename(a, b);
+  openDir = (p: string): Promise<DirHandle> => this.#track('openDir', p, () => this.inner.openDir(p));
+  openFile = (p: string): Promise<OpenFile> => this.inner.openFile(p);
 }

@@ -35,6 +35,11 @@ export interface ApplyIO {
   events?: StoreEvents;
   /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
   slots?: Semaphore;
+  /**
+   * The folder is being materialized: made empty for this download and not yet given to anyone,
+   * so a pull to where nothing is expected skips the read that re-checks it (see `place`).
+   */
+  materializing?: boolean;
   /** Content the pass's scan read, by path: a push sends it instead of reading the file again. */
   carried?: ReadonlyMap<string, CarriedContent>;
 }
@@ -146,7 +151,9 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
 /** The disk half of a pull: `bytes` (of `sha`) written at the action's path, if it still is as planned. */
 async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string): Promise<Result> {
   const { path } = action;
-  const now = await io.folder.read(path);
+  // In a folder being materialized nothing is expected anywhere, and the write's own
+  // only-if-absent check refuses whatever is there (`taken`): reading first would only repeat it.
+  const now: LocalRead = io.materializing && action.expectLocal === null ? { kind: 'absent' } : await io.folder.read(path);
   // An empty folder where the file goes (left by a remote delete) is no one's content: write()
   // removes it. Anything else that is not a file is left alone.
   if (now.kind === 'other' && now.code !== 'is_folder') return skipped(now.code, `not written: ${path} ${now.reason}`);

@@ -108,9 +108,10 @@ export class StoreSync {
    * of a store against an empty baseline and an empty folder (every memory `new_remote`), its
    * pulls carrying the content the listing returned, applied and settled like any pass. One
    * memory that cannot be placed is skipped and reported; any other failure is thrown, after
-   * what was written is settled into the baseline.
+   * what was written is settled into the baseline. `materializing`: the first download into a
+   * folder made for it (see `ApplyIO.materializing`), never a re-download into the agent's.
    */
-  async download(signal: AbortSignal): Promise<{ written: string[]; skipped: PathReport[] }> {
+  async download(signal: AbortSignal, opts: { materializing?: boolean } = {}): Promise<{ written: string[]; skipped: PathReport[] }> {
     const { client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
@@ -159,7 +160,7 @@ export class StoreSync {
     plan.skipped.push(...oversize);
     // A download's pulls are not news to listeners: only its progress is told.
     const events = this.deps.events && progressOnly(this.deps.events);
-    const outcomes = await this.apply(plan, signal, events);
+    const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
@@ -301,6 +302,7 @@ export class StoreSync {
     signal: AbortSignal,
     events: StoreEvents | undefined,
     carried?: LocalSnapshot['carried'],
+    materializing?: boolean,
   ): Promise<Outcome[]> {
     const outcomes = await applyPlan(
       {
@@ -313,6 +315,7 @@ export class StoreSync {
         ...(events && { events }),
         slots: this.#pool,
         ...(carried && { carried }),
+        ...(materializing && { materializing }),
       },
       plan.transfers,
     );

@@ -1,11 +1,12 @@
 import { Semaphore } from 'async-mutex';
 import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './errors.js';
-import { errorCode } from './file-system.js';
+import { errorCode, type FileStat } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Create, DeleteLocal, DeleteRemote, Pull, Transfer, Update } from './plan.js';
 import type { PathReasonCode } from './reasons.js';
 import type { RemoteChange } from './remote-feed.js';
+import type { CarriedContent } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
@@ -34,6 +35,13 @@ export interface ApplyIO {
   events?: StoreEvents;
   /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
   slots?: Semaphore;
+  /**
+   * The folder is being materialized: made empty for this download and not yet given to anyone,
+   * so a pull to where nothing is expected skips the read that re-checks it (see `place`).
+   */
+  materializing?: boolean;
+  /** Content the pass's scan read, by path: a push sends it instead of reading the file again. */
+  carried?: ReadonlyMap<string, CarriedContent>;
 }
 
 /**
@@ -143,7 +151,9 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
 /** The disk half of a pull: `bytes` (of `sha`) written at the action's path, if it still is as planned. */
 async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string): Promise<Result> {
   const { path } = action;
-  const now = await io.folder.read(path);
+  // In a folder being materialized nothing is expected anywhere, and the write's own
+  // only-if-absent check refuses whatever is there (`taken`): reading first would only repeat it.
+  const now: LocalRead = io.materializing && action.expectLocal === null ? { kind: 'absent' } : await io.folder.read(path);
   // An empty folder where the file goes (left by a remote delete) is no one's content: write()
   // removes it. Anything else that is not a file is left alone.
   if (now.kind === 'other' && now.code !== 'is_folder') return skipped(now.code, `not written: ${path} ${now.reason}`);
@@ -161,13 +171,8 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
 
 async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[]): Promise<Result> {
   const { path } = action;
-  const now = await io.folder.read(path);
-  // Changed since the scan: push nothing the planner did not decide on; the next pass will.
-  if (now.kind !== 'file' || !now.bytes || now.sha !== action.localSha) {
-    return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
-  }
-  const content = decodeUtf8(now.bytes);
-  if (content === null) return skipped('not_utf8', 'is not UTF-8 text');
+  const content = await contentToPush(io, action);
+  if (typeof content !== 'string') return content;
 
   const { signal } = io;
   const create = () => storeCall(io.client.create(io.memoryStoreId, { path, content }, { signal }));
@@ -191,6 +196,48 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
   // The baseline takes the sha we sent: if the store normalised the content, its listing then
   // differs from the baseline and the next pass pulls the store's version.
   return { kind: 'done', sha: action.localSha };
+}
+
+/**
+ * What a push sends: the content the plan was made from, only while the file still holds it.
+ * The scan's own bytes when it kept them and an `lstat` now finds the very file it read, unwritten
+ * since (same inode, size, mtime, ctime: any write moves ctime, and the agent cannot set it); else
+ * the file is read again and must still hash to the planned sha. Either way what is sent is
+ * content the file held at the scan, read through the confined folder; an edit after the check
+ * is the next pass's change, as it always was after the read.
+ */
+async function contentToPush(io: ApplyIO, action: Update | Create): Promise<string | Result> {
+  const { path } = action;
+  const carried = io.carried?.get(path);
+  if (carried?.sha === action.localSha) {
+    const now = await io.folder.stat(path).catch((err: unknown) => {
+      if (err instanceof FolderRefusal) return null;
+      throw err;
+    });
+    if (now && sameFile(now, carried.stat)) return carried.content;
+  }
+  const now = await io.folder.read(path);
+  // Changed since the scan: push nothing the planner did not decide on; the next pass will.
+  if (now.kind !== 'file' || !now.bytes || now.sha !== action.localSha) {
+    return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+  }
+  const content = decodeUtf8(now.bytes);
+  if (content === null) return skipped('not_utf8', 'is not UTF-8 text');
+  return content;
+}
+
+/** `now` is the regular, singly-linked file `read` described, not written to since. */
+function sameFile(now: FileStat, read: FileStat): boolean {
+  return (
+    now.type === 'file' &&
+    read.type === 'file' &&
+    now.nlink === 1 &&
+    now.dev === read.dev &&
+    now.ino === read.ino &&
+    now.size === read.size &&
+    now.mtimeMs === read.mtimeMs &&
+    now.ctimeMs === read.ctimeMs
+  );
 }
 
 /**

@@ -33,7 +33,7 @@ export type {
   RemoteEntry,
   Row,
 } from './plan.js';
-export { scanStore, type LocalFile, type LocalSnapshot, type ScanCache } from './scan.js';
+export { scanStore, CARRY_BUDGET_BYTES, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
 export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';

@@ -240,7 +240,7 @@ export class MemoryMounter extends MounterEventEmitter {
       const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs, stop);
       let results: PromiseSettledResult<unknown>[];
       try {
-        results = await Promise.allSettled(stores.map((store) => store.download(bound.signal)));
+        results = await Promise.allSettled(stores.map((store) => store.download(bound.signal, { materializing: true })));
       } finally {
         bound.clear();
       }

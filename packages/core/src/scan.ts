@@ -4,6 +4,7 @@ import { MARKER_FILE } from './limits.js';
 import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from './memory-path.js';
 import type { PathReasonCode, Reason } from './reasons.js';
+import type { FileStat } from './file-system.js';
 import type { FolderFile, StoreFolder } from './store-folder.js';
 import { isUnsyncedName } from './temp-files.js';
 import { decodeUtf8 } from './utf8.js';
@@ -37,7 +38,38 @@ export interface LocalSnapshot {
    * baseline is behind them, so they do not keep a wiped folder from reading as wiped.
    */
   notFiles?: Set<string>;
+  /**
+   * Content this scan read of files that differ from the baseline (see `ScanCarry`), so a push
+   * sends those bytes instead of reading the file a second time. Absent when none was asked for.
+   */
+  carried?: Map<string, CarriedContent>;
 }
+
+/**
+ * The content of a file as the scan read it: the text, its sha, and the descriptor's fstat taken
+ * before the bytes were read. The stat is what a push compares an `lstat` with right before it
+ * sends: the same inode, size, mtime and ctime means no write reached the file since (a write
+ * moves ctime, which the agent cannot set); anything else and the push reads the file again.
+ */
+export interface CarriedContent {
+  sha: string;
+  content: string;
+  stat: FileStat;
+}
+
+/** Which read files a scan keeps the content of, and how much of it at most. */
+export interface ScanCarry {
+  /** Whether the content of the file at `wirePath`, of `sha`, may be pushed (it differs from the baseline). */
+  wanted(wirePath: string, sha: string): boolean;
+  /** Bytes kept at most over the whole scan; files past it are read again by their push. */
+  budgetBytes: number;
+}
+
+/**
+ * The bytes a pass keeps for its pushes: 32 MiB is 320 files at the 100 kB limit and all of a
+ * 2,000-file store of 1 kB memories, and small beside what a Node process holds anyway.
+ */
+export const CARRY_BUDGET_BYTES = 32 * 1024 * 1024;
 
 /**
  * What a previous scan learnt of each file, so an unchanged file is not read again. Kept by the
@@ -74,8 +106,14 @@ export function racyWindowMs(ctimeMs: number): number {
 const READ_CONCURRENCY = 16;
 
 /** Scans the store folder through its confined handle. Never reads a byte outside it. */
-export async function scanStore(folder: StoreFolder, memoryStoreId: string, cache: ScanCache = new Map()): Promise<LocalSnapshot> {
+export async function scanStore(
+  folder: StoreFolder,
+  memoryStoreId: string,
+  cache: ScanCache = new Map(),
+  carry?: ScanCarry,
+): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
+  const keep = carry && { ...carry, left: carry.budgetBytes, into: (snapshot.carried = new Map()) };
   const root = await folder.locate();
   if (root !== 'directory') return { ...snapshot, root };
   snapshot.marker = await readMarker(folder, memoryStoreId);
@@ -89,7 +127,7 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
           snapshot.blocked.set(wirePath, { code, detail: reason });
           if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);
         }
-        await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache))));
+        await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache, keep))));
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
       // half-written content; conflict copies are kept for a human, never synced. Folders are
@@ -104,7 +142,10 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
   return snapshot;
 }
 
-async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache): Promise<void> {
+/** A scan's `ScanCarry` with what is left of its budget and where the content goes. */
+type Keeper = ScanCarry & { left: number; into: Map<string, CarriedContent> };
+
+async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache, keep?: Keeper): Promise<void> {
   const { wirePath } = entry;
   const known = cache.get(wirePath);
   // A file with nothing cached is read at once: the open descriptor's fstat then stands for
@@ -143,7 +184,14 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
   const pathProblem = mountablePathProblem(wirePath);
   if (pathProblem) file.unpushable = { code: 'bad_path', detail: `path ${pathProblem}` };
   else if (read.unpushable) file.unpushable = read.unpushable;
-  else if (read.bytes && decodeUtf8(read.bytes) === null) file.unpushable = { code: 'not_utf8', detail: 'is not UTF-8 text' };
+  else if (read.bytes) {
+    const content = decodeUtf8(read.bytes);
+    if (content === null) file.unpushable = { code: 'not_utf8', detail: 'is not UTF-8 text' };
+    else if (keep && read.bytes.byteLength <= keep.left && keep.wanted(wirePath, read.sha)) {
+      keep.left -= read.bytes.byteLength;
+      keep.into.set(wirePath, { sha: read.sha, content, stat: read.stat });
+    }
+  }
   out.files.set(wirePath, file);
   // Cached as the descriptor read saw it (fstat right after the open, before the bytes), and
   // only when an lstat taken before the read, if any, still describes the same file. `hashedAt`

@@ -11,7 +11,7 @@ import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
-import { scanStore, type LocalSnapshot } from './scan.js';
+import { CARRY_BUDGET_BYTES, scanStore, type LocalSnapshot } from './scan.js';
 import { settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
 import type { StoreFolder } from './store-folder.js';
@@ -108,9 +108,10 @@ export class StoreSync {
    * of a store against an empty baseline and an empty folder (every memory `new_remote`), its
    * pulls carrying the content the listing returned, applied and settled like any pass. One
    * memory that cannot be placed is skipped and reported; any other failure is thrown, after
-   * what was written is settled into the baseline.
+   * what was written is settled into the baseline. `materializing`: the first download into a
+   * folder made for it (see `ApplyIO.materializing`), never a re-download into the agent's.
    */
-  async download(signal: AbortSignal): Promise<{ written: string[]; skipped: PathReport[] }> {
+  async download(signal: AbortSignal, opts: { materializing?: boolean } = {}): Promise<{ written: string[]; skipped: PathReport[] }> {
     const { client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
@@ -159,7 +160,7 @@ export class StoreSync {
     plan.skipped.push(...oversize);
     // A download's pulls are not news to listeners: only its progress is told.
     const events = this.deps.events && progressOnly(this.deps.events);
-    const outcomes = await this.apply(plan, signal, events);
+    const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
@@ -213,7 +214,11 @@ export class StoreSync {
     if (state.distrusted) return stop(report, 'skipped', 'distrusted', `folder not trusted: ${state.distrusted}`);
     opts.signal.throwIfAborted();
 
-    const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache);
+    // The content of files that differ from the baseline rides to their pushes: read once a pass.
+    const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache, {
+      wanted: (path, sha) => state.baseline.get(path) !== sha,
+      budgetBytes: CARRY_BUDGET_BYTES,
+    });
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
@@ -287,12 +292,18 @@ export class StoreSync {
       refused: state.refused,
     });
     const plan = opts.pushOnly ? pushOnlyView(full) : full;
-    const outcomes = await this.apply(plan, opts.signal, this.deps.events);
+    const outcomes = await this.apply(plan, opts.signal, this.deps.events, scanned.carried);
     mergeReport(report, this.settle(plan, outcomes));
   }
 
   /** The plan's transfers through the executor; what the store answered feeds the remote view. */
-  private async apply(plan: Plan, signal: AbortSignal, events: StoreEvents | undefined): Promise<Outcome[]> {
+  private async apply(
+    plan: Plan,
+    signal: AbortSignal,
+    events: StoreEvents | undefined,
+    carried?: LocalSnapshot['carried'],
+    materializing?: boolean,
+  ): Promise<Outcome[]> {
     const outcomes = await applyPlan(
       {
         folder: this.#folder,
@@ -303,6 +314,8 @@ export class StoreSync {
         concurrency: this.deps.concurrency,
         ...(events && { events }),
         slots: this.#pool,
+        ...(carried && { carried }),
+        ...(materializing && { materializing }),
       },
       plan.transfers,
     );

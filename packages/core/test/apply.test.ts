@@ -1,11 +1,12 @@
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { NodeFileSystem, sha256Hex, type FileSystem } from '@memory-mounter/core';
-import { applyPlan, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
+import { applyPlan, scanStore, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
 import { writeMarker } from '../src/marker.js';
+import { MARKER_FILE } from '../src/limits.js';
 import { DISKS, RecordingLogger } from './harness.js';
 
 /**
@@ -14,6 +15,7 @@ import { DISKS, RecordingLogger } from './harness.js';
  * real temp dir.
  */
 const STORE = 'memstore_apply';
+const MARKER = `/${MARKER_FILE}`;
 const sha = (text: string) => sha256Hex(new TextEncoder().encode(text));
 
 describe.each(DISKS)('applyPlan on %s', (kind) => {
@@ -134,5 +136,69 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     expect(outcomes.map((o) => o.result)).toEqual([{ kind: 'cut_off' }, { kind: 'cut_off' }]);
     expect(client.count('create')).toBe(0);
     expect(await read('/n.md')).toBe('new');
+  });
+
+  describe('a push with the content its scan carried', () => {
+    /** Opens of files for reading, from now on: the push's own re-read is one of them. */
+    function countOpens(): { opens: number } {
+      const counter = { opens: 0 };
+      const openFile = fs.openFile.bind(fs);
+      fs.openFile = (path) => {
+        if (!path.endsWith(MARKER)) counter.opens++;
+        return openFile(path);
+      };
+      return counter;
+    }
+    /** What a scan of the folder now carries for `path` (its content, sha and fstat). */
+    const carriedOf = async (path: string) => {
+      const snapshot = await scanStore(folder, STORE, new Map(), { wanted: () => true, budgetBytes: 1 << 20 });
+      folder.release();
+      return snapshot.carried!;
+    };
+
+    it('sends the scanned content of a file not written since, without reading it again', async () => {
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+      const carried = await carriedOf('/n.md');
+      const counter = countOpens();
+      io = { ...io, carried };
+      const [outcome] = await apply([{ type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' }]);
+      expect(outcome!.result).toEqual({ kind: 'done', sha: sha('new') });
+      expect(client.snapshot(STORE)).toEqual({ '/n.md': 'new' });
+      expect(counter.opens).toBe(0);
+    });
+
+    it('a file rewritten since the scan is read again and, with other content, not pushed', async () => {
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+      io = { ...io, carried: await carriedOf('/n.md') };
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('newer'));
+      const [outcome] = await apply([{ type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' }]);
+      expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'changed_during_sync' });
+      expect(client.count('create')).toBe(0);
+    });
+
+    it('a file rewritten since the scan with the same content is read again and pushed', async () => {
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+      io = { ...io, carried: await carriedOf('/n.md') };
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+      const counter = countOpens();
+      const [outcome] = await apply([{ type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' }]);
+      expect(outcome!.result).toEqual({ kind: 'done', sha: sha('new') });
+      expect(counter.opens).toBe(1);
+    });
+
+    it('a file removed or swapped for a link since the scan is not pushed', async () => {
+      await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+      await fs.writeFile(`${dir}/l.md`, new TextEncoder().encode('link me'));
+      io = { ...io, carried: await carriedOf('/n.md') };
+      await fs.rm(`${dir}/n.md`);
+      await fs.rm(`${dir}/l.md`);
+      if (kind === 'node') await symlink('/etc/hostname', `${dir}/l.md`);
+      const outcomes = await apply([
+        { type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' },
+        { type: 'create', path: '/l.md', localSha: sha('link me'), reason: 'new_local' },
+      ]);
+      expect(outcomes.map((o) => o.result.kind)).toEqual(['skipped', 'skipped']);
+      expect(client.count('create')).toBe(0);
+    });
   });
 });

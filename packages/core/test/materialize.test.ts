@@ -237,6 +237,26 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     expect(await h.exists(`${h.memoryRoot}/notes`)).toBe(false);
   });
 
+  it('reads nothing back before a write: the fresh folder is taken as empty, the write checks absence', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
+    const calls: string[] = [];
+    const fs = new Proxy(h.fs, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          const path = String(args[0]);
+          if (/\/(a|b|c)\.md$/.test(path)) calls.push(`${String(prop)} ${path.slice(path.lastIndexOf('/') + 1)}`);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    await h.mounter({ fileSystem: fs }).materialize([notesResource()]);
+    // Per memory: the only-if-absent lstat and the atomic write (temp file + rename); no open to read.
+    expect(calls.sort()).toEqual(['lstat a.md', 'lstat b.md', 'lstat c.md', 'writeFile a.md', 'writeFile b.md', 'writeFile c.md']);
+    expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma');
+  });
+
   it('a second materialize throws', async () => {
     const m = h.mounter();
     await m.materialize([notesResource()]);

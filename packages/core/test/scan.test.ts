@@ -41,6 +41,24 @@ describe('scanStore on a real disk', () => {
 
   const tenSecondsAgo = () => new Date(Date.now() - 10_000);
 
+  it('carries the content of the wanted files it read, within its byte budget, and of no other', async () => {
+    for (const name of ['a', 'b', 'c', 'd']) await writeFile(join(dir, `${name}.md`), `${name}`.repeat(10));
+    await writeFile(join(dir, 'bin.md'), new Uint8Array([0xff, 0xfe]));
+    const folder = await StoreFolder.open(fs, dir);
+    try {
+      const wanted = (path: string) => path !== '/d.md';
+      const all = await scanStore(folder, 'memstore_1', new Map(), { wanted, budgetBytes: 1_000 });
+      expect([...all.carried!.keys()].sort()).toEqual(['/a.md', '/b.md', '/c.md']);
+      expect(all.carried!.get('/b.md')).toMatchObject({ sha: sha256Hex('b'.repeat(10)), content: 'b'.repeat(10), stat: { type: 'file', size: 10 } });
+      // 25 bytes: two of the three 10-byte files, whichever were read first.
+      const some = await scanStore(folder, 'memstore_1', new Map(), { wanted, budgetBytes: 25 });
+      expect(some.carried!.size).toBe(2);
+      expect((await scanStore(folder, 'memstore_1', new Map())).carried).toBeUndefined();
+    } finally {
+      await folder.close();
+    }
+  });
+
   it('reads an unchanged, settled file once, then takes its hash from the cache', async () => {
     await writeFile(join(dir, 'a.md'), 'alpha');
     await utimes(join(dir, 'a.md'), tenSecondsAgo(), tenSecondsAgo());

@@ -66,6 +66,20 @@ describe('incremental sync through the change feed', () => {
     }
   });
 
+  // Found by the model fuzz (feed cases): the crash-recovery record's client wrapped the host's
+  // without its optional methods, so with a stateDir every pass listed in full and every
+  // download walked one listing.
+  it('with a stateDir (crash-recovery records) too: the download fans out by folder and an idle pass is one feed read', async () => {
+    await h.fs.mkdir('/host/state', { recursive: true });
+    const m = await mount({ '/a.md': 'alpha', '/d/c.md': 'gamma' }, { stateDir: '/host/state' });
+    expect(client.requests.filter((r) => r.depth === 1).length).toBeGreaterThan(0);
+    await m.reconcile({ force: true });
+    const before = client.requests.length;
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(ops(client, before)).toEqual(['listVersions']);
+    expect(report).toMatchObject({ status: 'synced', errors: [] });
+  });
+
   it('a store written over time: the first pass after the download is one request too', async () => {
     client.seed(STORE, manyMemories(500, 10));
     clock.advance(3_600_000);

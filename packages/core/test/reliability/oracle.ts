@@ -228,7 +228,7 @@ export class Oracle {
 
   checkRequest(request: OutgoingRequest): void {
     const store = this.stores.find((s) => s.spec.id === request.storeId);
-    if (!store || request.op === 'list' || request.op === 'get') return;
+    if (!store || request.op === 'list' || request.op === 'get' || request.op === 'listVersions') return;
     if (this.#phase === 'recover' && request.op === 'delete') this.violate(`R2: recover sent a delete of ${request.path ?? request.memoryId} to ${store.spec.id}`);
     if (store.spec.access === 'read_only') {
       this.violate(`I5: ${request.op} of ${request.path ?? request.memoryId} sent to the read-only store ${store.spec.id}`);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import {
   AgentDelete,
+  AgentLinkOutside,
   AgentRemoveDir,
   AgentEdit,
   Crash,

@@ -5,7 +5,7 @@ import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
-import { planStore, settleUnknownWrites } from './plan.js';
+import { planStore, settleUnknownWrites, stillUnknownWrites } from './plan.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type RemoteReadMode } from './remote-view.js';
@@ -272,8 +272,9 @@ export class StoreSync {
       this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
     }
 
+    const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.unknownWrites.clear();
+    state.unknownWrites = unknownWrites;
     const plan = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,

@@ -532,7 +532,7 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
     fc.oneof(fc.constantFrom(1, 2, 3, 5, 8).map((n): Step => new OutageCalls(n)), fc.constantFrom(1, 4, 16).map((s): Step => new OutageFor(s))),
   ),
   weighted(2, fc.constantFrom(0, 0, 1, 3).map((ms) => new SetLatency(ms))),
-  weighted(6, feedFault.map((f) => new FeedFaultStep(f))),
+  weighted(10, feedFault.map((f) => new FeedFaultStep(f))),
   weighted(2, folderFault.map((f) => new FolderFaultStep(f))),
   weighted(2, fc.tuple(storeKey, fc.nat(20)).map(([s, i]) => new RedactVersion(s, i))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<WipeKind>('remove_folder', 'files_only', 'everything')).map(([s, h]) => new WipeFolder(s, h))),

@@ -13,6 +13,7 @@ import {
   DamageMarker,
   FailAfterApply,
   FailNext,
+  FeedFaultStep,
   Finalize,
   OutageCalls,
   OutageFor,
@@ -310,6 +311,31 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
   it(
     'B7: recover pushes the new files of a folder whose baseline files are all gone',
     replay({ seedRw: ['/a.md', '/b.md'] }, [new AgentDelete('rw', '/a.md'), new AgentRenameFile('rw', '/b.md', '/g/h.md'), new Crash(), new Recover()]),
+  );
+});
+
+describe('regressions: engine bugs the change-feed cases found (issue 9)', () => {
+  const feed: Scenario['feed'] = { versions: true, folders: false, clock: 'exact', fullListingEvery: 2, fullListingInterval: 30 };
+
+  // F-B1, seed 777 path "297:0:0:0:0:2:2:15:6:15:15:18:25:30:19:19:19:19:21:22:22:22:23:19:18".
+  // A create lands but its answer is lost (unknown outcome). The next pass's feed read lags: it
+  // does not show the create yet (as a listing would not show a write the store applies late,
+  // after a timeout). The engine dropped the unknown write as "did not land"; the agent's newer
+  // content then met the engine's own create as a "both created, differ" conflict at the next
+  // full listing, and the store's side — the engine's own earlier push — overwrote the agent's
+  // file. Fixed: a write of unknown outcome is kept while the store shows its path as it was
+  // before the write (plan.ts stillUnknownWrites), and recognised as ours when it shows up.
+  it(
+    "F-B1: a write of unknown outcome the store shows only later is recognised as the engine's own, not a remote edit",
+    replay({ disk: 'memfs', seedRw: [], bulk: true, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed }, [
+      new FailAfterApply('create'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+      new AgentWrite('rw', '/a.md'),
+      new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+      new Reconcile(true),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+      new AgentWrite('rw', '/a.md'),
+    ]),
   );
 });
 

@@ -169,6 +169,8 @@ export class Case implements RequestObserver {
   /** store id -> the ops of the current reconcile's requests to it. */
   #passOps = new Map<string, Set<StoreOp>>();
   #usedFeed = false;
+  /** store id -> reconcile passes of this session that read the feed alone since its last listing, and when it last listed (model clock). */
+  #cadence = new Map<string, { feedPasses: number; listedAt: number }>();
   #tokens = 0;
 
   private constructor(
@@ -249,6 +251,8 @@ export class Case implements RequestObserver {
     const kill = new KillSwitch();
     this.#killSwitch = kill;
     this.#feedRefused.clear();
+    // The download lists every store in full.
+    this.#cadence = new Map(this.specs.map((s) => [s.id, { feedPasses: 0, listedAt: this.clock.now }]));
     this.#mounter = new MemoryMounter({
       storeClient: kill.storeClient(this.observedClient()),
       fileSystem: kill.fileSystem(this.confinedFileSystem()),
@@ -376,6 +380,7 @@ export class Case implements RequestObserver {
       for (const ops of this.#passOps.values()) {
         if (ops.has('listVersions')) coverage[ops.has('list') ? 'passesFeedThenListing' : 'passesByFeedAlone']++;
       }
+      if (report) this.checkCadence(report);
       this.lastReport = report ?? this.lastReport;
       if (report) countPass(report);
       this.oracle.endReconcile(report, force, this.trees());
@@ -387,7 +392,14 @@ export class Case implements RequestObserver {
       const before = this.trees();
       this.oracle.beginPass(outcome === 'completed' ? 'finalize_completed' : 'finalize_aborted', before);
       const warningsBefore = this.logger.unpushedWarnings.length;
+      this.#passOps.clear();
       const report: FinalizeReport = await this.timed('finalize', this.finalizeBoundMs, () => this.mounter.finalize({ outcome }));
+      // F3: the final sync always lists the store in full, whatever the feed could say.
+      for (const s of report.sync?.stores ?? []) {
+        if (s.status === 'synced' && !this.#passOps.get(s.memoryStoreId)?.has('list')) {
+          this.oracle.violate(`F3: finalize's final sync over ${s.memoryStoreId} did not list the store in full`);
+        }
+      }
       if (report.sync) countPass(report.sync);
       countPass(report.flush);
       coverage.finalizes++;
@@ -527,6 +539,35 @@ export class Case implements RequestObserver {
         });
       }
     });
+  }
+
+  /**
+   * F2: a full listing at least every `fullListingEvery` passes and every `fullListingInterval`
+   * seconds (model clock). Counted leniently: a pass counts as reading the feed alone only when
+   * it ran to the end (status synced) without sending any listing; any listing sent resets.
+   */
+  private checkCadence(report: SyncReport): void {
+    const feed = this.scenario.feed;
+    if (!feed) return;
+    for (const s of report.stores) {
+      const cadence = this.#cadence.get(s.memoryStoreId);
+      const ops = this.#passOps.get(s.memoryStoreId);
+      if (!cadence || !ops) continue;
+      if (ops.has('list')) {
+        cadence.feedPasses = 0;
+        cadence.listedAt = this.clock.now;
+        continue;
+      }
+      if (!ops.has('listVersions') || s.status !== 'synced') continue;
+      cadence.feedPasses++;
+      if (cadence.feedPasses >= feed.fullListingEvery) {
+        this.oracle.violate(`F2: ${cadence.feedPasses} passes over ${s.memoryStoreId} read the feed alone; fullListingEvery is ${feed.fullListingEvery}`);
+      }
+      const sinceMs = this.clock.now - cadence.listedAt;
+      if (sinceMs >= feed.fullListingInterval * 1000) {
+        this.oracle.violate(`F2: a pass over ${s.memoryStoreId} read the feed alone ${sinceMs / 1000} s after its last full listing; fullListingInterval is ${feed.fullListingInterval} s`);
+      }
+    }
   }
 
   /** Every fault still queued is spent or called off: the store's, the feed's, the folder listings'. */

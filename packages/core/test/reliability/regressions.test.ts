@@ -67,6 +67,20 @@ const failsWith = (violation: RegExp, run: () => Promise<void>) => async () => {
 
 describe('regressions: model errors the random runs exposed (the engine was right)', () => {
   // seed 20260502 (first generator): a wipe is "no baseline file left", not "no file at all".
+  // seed 20261203 run 133 (feed cases): a feed read that lags still shows a memory the other
+  // writer just deleted; the engine pushes the agent's edit as an update of it, which the store
+  // answers not_found (and the engine re-creates it). The update of an id the store no longer
+  // has uploads nothing: the oracle cannot (and need not) name its path.
+  it(
+    'an update of a memory deleted since the last feed read uploads nothing; the edit is re-created',
+    replay({ disk: 'memfs', seedRw: ['/b.md'], feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 2, fullListingInterval: 30 } }, [
+      new AgentEdit('rw', '/b.md'),
+      new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+      new RemoteDelete('rw', '/b.md'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+    ]),
+  );
+
   it(
     'a wiped folder with one new file is re-downloaded, and the new file survives',
     replay({ seedRw: ['/a.md', '/d/e/f.md'] }, [new WipeFolder('rw', 'files_only'), new AgentWrite('rw', '/g/h.md'), new Finalize('completed')]),

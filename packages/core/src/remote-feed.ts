@@ -435,6 +435,8 @@ export type FullListingReason =
   | 'pass_count'
   | 'interval'
   | 'feed_error'
+  /** The store contradicted the view at the last pass's writes (remote-view.ts `distrust`). */
+  | 'contradicted'
   | FeedDoubtCode;
 
 export interface ReadChoiceInput {

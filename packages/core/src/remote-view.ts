@@ -59,6 +59,8 @@ export class RemoteView {
   #index: { caseInsensitive: boolean; index: RemoteIndex } | null = null;
   /** Why the feed is never read again this session; `null` while it may be. */
   #refused: string | null = null;
+  /** Why the next read must be a full listing (the store contradicted the view); `null`: no such reason. */
+  #distrusted: string | null = null;
   #passesSinceFull = 0;
   #lastFullAt: number | null = null;
   /** The current pass read the store (or learned it by download): the next one may reuse that. */
@@ -87,6 +89,16 @@ export class RemoteView {
     this.#reusable = false;
   }
 
+  /**
+   * The store contradicted the view (a write failed `not_found`, `precondition_failed` or
+   * `path_conflict`): the next read lists in full, and nothing this pass read is reused.
+   */
+  distrust(reason: string): void {
+    this.#distrusted = reason;
+    this.#readThisPass = false;
+    this.#reusable = false;
+  }
+
   /** A full listing made elsewhere (the download, with content) becomes the view. */
   adoptListing(listed: readonly ListedMemory[], times: ReadTimes, now: number): void {
     this.#setFromListing(listed, times, now);
@@ -110,7 +122,7 @@ export class RemoteView {
       this.#readThisPass = true;
       return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' } };
     }
-    const choice = chooseRead({
+    const choice = this.#distrusted !== null ? ({ kind: 'full', reason: 'contradicted' } as const) : chooseRead({
       mode: opts.mode === 'full' ? 'full' : 'auto',
       feed: !this.#deps.client.listVersions ? 'absent' : this.#refused !== null ? 'refused' : 'available',
       since: this.#state.since,
@@ -178,6 +190,7 @@ export class RemoteView {
 
   #setFromListing(listed: readonly ListedMemory[], times: ReadTimes, now: number, accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes }): void {
     this.#state = stateFromListing(this.#state, listed, times, accounted);
+    this.#distrusted = null;
     this.#index = null;
     this.#passesSinceFull = 0;
     this.#lastFullAt = now;

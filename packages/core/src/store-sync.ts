@@ -25,6 +25,9 @@ import type { StoreEvents } from './events.js';
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
 
+/** Store answers to a write that contradict the remote view the pass planned from. */
+const CONTRADICTIONS = new Set(['not_found', 'precondition_failed', 'path_conflict']);
+
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */
 const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
 
@@ -310,6 +313,12 @@ export class StoreSync {
       },
       plan.actions,
     );
+    // The store answered something the view did not predict (a memory gone or changed that the
+    // view held, a path taken that it held free): the view may be wrong in a way no version will
+    // ever correct (a spurious not_found made it forget a memory that is still there), so the
+    // next read lists in full rather than trust the feed.
+    const contradiction = report.errors.find((e) => CONTRADICTIONS.has(e.kind));
+    if (contradiction) this.#remote.distrust(`${contradiction.operation} of ${contradiction.path} failed: ${contradiction.kind}`);
   }
 
   private keepScan(snapshot: LocalSnapshot): void {

@@ -13,6 +13,10 @@
  */
 // An entry is `id: one-line description`, with its strict regression test beside it.
 export const KNOWN_BUGS: Record<string, string> = {
+  // Being fixed on main (4bf957a, "recover takes a folder for wiped only when the pass said so",
+  // with its regression script there); tolerated on this branch only so that the feed runs keep
+  // searching. Remove when main is merged. Seen here as seed 31337 run 89 (a feed-off case).
+  RK1: "recover after a pass cut off by the kill reports a conflict whose store side is the engine's own push",
 };
 
 export type KnownBug = keyof typeof KNOWN_BUGS;

@@ -353,6 +353,21 @@ describe('regressions: engine bugs the change-feed cases found (issue 9)', () =>
   );
 });
 
+describe('regressions: engine bugs the change-feed cases found (issue 9), continued', () => {
+  // F-B2, seed 4242 path "436:0:0:0:0:0:1:1:1:2:1:2:2:2:7:8:7:6:6:5:7". A spurious not_found on
+  // the update of /b.md: the engine learns the memory is gone (and tries a create, which fails
+  // path_conflict). The memory never changed, so no version ever corrects the view, and with
+  // fullListingEvery 100 the quiescent passes read the feed: the same failing create, never
+  // converging (I7). Fixed: a write the store contradicts makes the next read a full listing.
+  it(
+    'F-B2: after a spurious not_found the next pass lists in full and converges',
+    replay(
+      { disk: 'memfs', seedRw: ['/b.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 } },
+      [new FailNext('update', 'not_found'), new AgentWrite('rw', '/b.md'), new Reconcile(true)],
+    ),
+  );
+});
+
 /**
  * The original counterexamples of the random runs, replayed exactly: `path` is the run index
  * fast-check printed (the first number of its path), which regenerates the unshrunk case from
@@ -363,11 +378,14 @@ describe('regressions: engine bugs the change-feed cases found (issue 9)', () =>
 // Emptied when the generators gained the time bounds and the stall and outage steps (issue 13):
 // seed 424242 path 2984 (B3) and seed 748330836 path 7758 (the delete cap) replayed other cases
 // since; their explicit scripts above are what holds them now.
-const REPLAYS: { seed: number; path: string; bug?: RegExp; note: string }[] = [
-  { seed: 20261201, path: '3121', note: 'B7 (fixed), found by `FUZZ_SEED=20261201 FUZZ_RUNS=10000 pnpm test:fuzz`' },
-];
+// Emptied again when the generators gained the change feed (issue 9: the feed scenario, feed and
+// folder-listing faults, redactions): seed 20261201 path 3121 (B7) replayed another case since;
+// B7's explicit script above holds it. The feed cases' counterexamples (seed 777 run 297,
+// seed 20261203 run 133) were found while the feed-fault weight was being set, so they are
+// kept as explicit scripts only.
+const REPLAYS: { seed: number; path: string; bug?: RegExp; note: string }[] = [];
 
-describe('regressions: replays of fuzz counterexamples', () => {
+describe.skipIf(REPLAYS.length === 0)('regressions: replays of fuzz counterexamples', () => {
   for (const { seed, path, bug, note } of REPLAYS) {
     const replayOnce = (strict: boolean) => () => fc.assert(randomCases(FUZZ_DISKS, { strict }), { seed, path, numRuns: 1, endOnFailure: true });
     it(`seed ${seed} path ${path} holds with the known bugs tolerated (${note})`, replayOnce(false));

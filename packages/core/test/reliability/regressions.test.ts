@@ -331,7 +331,7 @@ describe('regressions: engine bugs (known-bugs.ts)', () => {
 describe('regressions: engine bugs the change-feed cases found (issue 9)', () => {
   const feed: Scenario['feed'] = { versions: true, folders: false, clock: 'exact', fullListingEvery: 2, fullListingInterval: 30 };
 
-  // F-B1, seed 777 path "297:0:0:0:0:2:2:15:6:15:15:18:25:30:19:19:19:19:21:22:22:22:23:19:18".
+  // B9, seed 777 path "297:0:0:0:0:2:2:15:6:15:15:18:25:30:19:19:19:19:21:22:22:22:23:19:18".
   // A create lands but its answer is lost (unknown outcome). The next pass's feed read lags: it
   // does not show the create yet (as a listing would not show a write the store applies late,
   // after a timeout). The engine dropped the unknown write as "did not land"; the agent's newer
@@ -340,7 +340,7 @@ describe('regressions: engine bugs the change-feed cases found (issue 9)', () =>
   // file. Fixed: a write of unknown outcome is kept while the store shows its path as it was
   // before the write (plan.ts stillUnknownWrites), and recognised as ours when it shows up.
   it(
-    "F-B1: a write of unknown outcome the store shows only later is recognised as the engine's own, not a remote edit",
+    "B9: a write of unknown outcome the store shows only later is recognised as the engine's own, not a remote edit",
     replay({ disk: 'memfs', seedRw: [], bulk: true, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed }, [
       new FailAfterApply('create'),
       new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
@@ -354,13 +354,13 @@ describe('regressions: engine bugs the change-feed cases found (issue 9)', () =>
 });
 
 describe('regressions: engine bugs the change-feed cases found (issue 9), continued', () => {
-  // F-B2, seed 4242 path "436:0:0:0:0:0:1:1:1:2:1:2:2:2:7:8:7:6:6:5:7". A spurious not_found on
+  // B10, seed 4242 path "436:0:0:0:0:0:1:1:1:2:1:2:2:2:7:8:7:6:6:5:7". A spurious not_found on
   // the update of /b.md: the engine learns the memory is gone (and tries a create, which fails
   // path_conflict). The memory never changed, so no version ever corrects the view, and with
   // fullListingEvery 100 the quiescent passes read the feed: the same failing create, never
   // converging (I7). Fixed: a write the store contradicts makes the next read a full listing.
   it(
-    'F-B2: after a spurious not_found the next pass lists in full and converges',
+    'B10: after a spurious not_found the next pass lists in full and converges',
     replay(
       { disk: 'memfs', seedRw: ['/b.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 } },
       [new FailNext('update', 'not_found'), new AgentWrite('rw', '/b.md'), new Reconcile(true)],

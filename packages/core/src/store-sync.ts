@@ -243,6 +243,9 @@ export class StoreSync {
           return;
         }
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
+        // Should the download fail (it forgets the baseline first), finalize still names the
+        // files made since the wipe from this scan, as it would after a push-only flush.
+        this.keepScan(snapshot);
         if (snapshot.root === 'missing') {
           await this.#folder.close();
           this.#folder = await this.deps.recreateFolder();

@@ -107,6 +107,8 @@ export class StoreModel {
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
   syncedAtLastPass = new Set<string>();
+  /** path -> the content both sides held right after that pass (what the engine's baseline holds). */
+  syncedShas = new Map<string, string>();
   markerTouched = false;
   distrusted = false;
 
@@ -180,7 +182,8 @@ export class Oracle {
       const files = memoryFiles(trees.get(store.spec.key)!);
       const remote = this.view.storeShas(store.spec.id);
       for (const [path, sha] of files) store.see(path, sha);
-      store.syncedAtLastPass = new Set([...files].filter(([path, sha]) => remote.get(path) === sha).map(([path]) => path));
+      store.syncedShas = new Map([...files].filter(([path, sha]) => remote.get(path) === sha));
+      store.syncedAtLastPass = new Set(store.syncedShas.keys());
     }
   }
 
@@ -202,7 +205,11 @@ export class Oracle {
       if (a !== undefined && a !== b) {
         store.see(path, a);
         store.agentDeleted.delete(path);
-        if (store.spec.access === 'read_write') store.pending.set(path, { sha: a, seq });
+        // Content put back exactly as it was in sync (a folder renamed away and back) is no new
+        // write: the engine sees the file unchanged, and a remote delete or edit rightly wins.
+        const restored = store.syncedShas.get(path) === a;
+        if (restored) store.pending.delete(path);
+        else if (store.spec.access === 'read_write') store.pending.set(path, { sha: a, seq });
       }
       if (b !== undefined && a === undefined) {
         store.pending.delete(path);
@@ -418,9 +425,8 @@ export class Oracle {
       // yet (an error was reported for it): that one settles at the next listing.
       const remote = this.view.storeShas(spec.id);
       const unsure = new Set(r.errors.map((e) => e.path));
-      store.syncedAtLastPass = new Set(
-        [...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)).map(([path]) => path),
-      );
+      store.syncedShas = new Map([...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)));
+      store.syncedAtLastPass = new Set(store.syncedShas.keys());
     }
   }
 

@@ -81,6 +81,19 @@ describe('regressions: model errors the random runs exposed (the engine was righ
     ]),
   );
 
+  // seed 20261204 run 2333 (a feed-off case): a folder renamed away and back puts the file back
+  // exactly as it was in sync. The engine sees it unchanged, so the other writer's delete wins;
+  // the model had taken the move back for a new write.
+  it(
+    'a file renamed away and back with its synced content is no new write: a remote delete wins',
+    replay({ disk: 'memfs', seedRw: ['/g/h.md'] }, [
+      new RemoteDelete('rw', '/g/h.md'),
+      new AgentRenameDir('rw', '/g', '/bulk'),
+      new AgentRenameDir('rw', '/bulk', '/g'),
+      new AgentWrite('rw', '/a.md'),
+    ]),
+  );
+
   it(
     'a wiped folder with one new file is re-downloaded, and the new file survives',
     replay({ seedRw: ['/a.md', '/d/e/f.md'] }, [new WipeFolder('rw', 'files_only'), new AgentWrite('rw', '/g/h.md'), new Finalize('completed')]),
@@ -365,6 +378,22 @@ describe('regressions: engine bugs the change-feed cases found (issue 9), contin
       { disk: 'memfs', seedRw: ['/b.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 } },
       [new FailNext('update', 'not_found'), new AgentWrite('rw', '/b.md'), new Reconcile(true)],
     ),
+  );
+});
+
+describe('regressions: engine bugs the fuzz found while the feed was added (issue 9)', () => {
+  // B11, seed 98765 run 2047 (a feed-off case): every memory of the folder renamed into another
+  // folder reads as a wipe; finalize's final sync re-downloads, an outage fails the download
+  // (which forgets the baseline first), the flush cannot run, and finalize removed the folder
+  // without naming the agent's twelve new files: no scan was kept for the re-download branch.
+  // Fixed: that branch keeps its scan first, as the push-only one does.
+  it(
+    'B11: a final sync whose re-download fails still names the files made since the wipe',
+    replay({ disk: 'memfs', bulk: true, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 }, [
+      new AgentRenameDir('rw', '/bulk', '/d'),
+      new OutageFor(1),
+      new Finalize('completed'),
+    ]),
   );
 });
 

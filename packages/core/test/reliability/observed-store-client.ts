@@ -30,6 +30,11 @@ export interface OutgoingRequest {
   expectedSha?: string;
   /** What the memory held before the request (get/update/delete of an existing memory). */
   previousContent?: string;
+  /**
+   * Every path the memory has had (its retained versions): an update by id meant for the path
+   * the engine last knew lands wherever the other writer has since renamed the memory.
+   */
+  formerPaths?: string[];
 }
 
 export interface RequestObserver {
@@ -197,6 +202,10 @@ export class ObservedStoreClient implements StoreClient {
     if (memory) {
       request.path = memory.path;
       request.previousContent = memory.content ?? undefined;
+      request.formerPaths = this.fake
+        .versions(request.storeId)
+        .filter((v) => v.memory_id === memory.id && v.path !== null)
+        .map((v) => v.path!);
     }
     return request;
   }

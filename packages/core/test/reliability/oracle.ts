@@ -256,7 +256,11 @@ export class Oracle {
     // An update of a memory the store no longer has (deleted since the engine's view of it, which
     // a feed read that lags keeps a little longer): it fails not_found and uploads nothing.
     if (request.path === undefined) return;
-    if (!store.seen.get(path)?.has(sha256(request.content))) {
+    // By id, an update lands where the memory is now; the engine meant the path it last knew,
+    // which the other writer may have renamed since (no API precondition pins the path).
+    const sha = sha256(request.content);
+    const meant = request.op === 'update' ? [path, ...(request.formerPaths ?? [])] : [path];
+    if (!meant.some((p) => store.seen.get(p)?.has(sha))) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
     }
   }
@@ -589,7 +593,10 @@ export class Oracle {
   /** A write the store now holds is safe: it leaves the pending list. */
   private settleSaved(store: StoreModel): void {
     const remote = this.view.storeShas(store.spec.id);
-    for (const [path, write] of store.pending) if (remote.get(path) === write.sha) store.pending.delete(path);
+    // Or at another path: every agent write is a fresh token, so its sha anywhere in the store is
+    // that write kept — there when the other writer renamed the memory it went to.
+    const held = new Set(remote.values());
+    for (const [path, write] of store.pending) if (remote.get(path) === write.sha || held.has(write.sha)) store.pending.delete(path);
   }
 
   // --- Quiescence ------------------------------------------------------------------------------

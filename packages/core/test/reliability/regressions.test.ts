@@ -94,6 +94,21 @@ describe('regressions: model errors the random runs exposed (the engine was righ
     ]),
   );
 
+  // seed 20261205 run 5450: a feed read that lags does not show the other writer's rename of
+  // /b.md to /a.md yet; the agent's edit of /b.md goes out as an update of that memory by id
+  // (its sha still matches) and lands at /a.md. The API has no path precondition, so a rename
+  // racing an update does this with any read; the content is the folder's at the path the
+  // engine meant, which is what I4 asks.
+  it(
+    'an update by id that lands on a memory the other writer renamed since the last read',
+    replay({ disk: 'memfs', seedRw: ['/b.md'], feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 3, fullListingInterval: 30 } }, [
+      new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+      new AgentEdit('rw', '/b.md'),
+      new RemoteRename('rw', '/b.md', '/a.md'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+    ]),
+  );
+
   it(
     'a wiped folder with one new file is re-downloaded, and the new file survives',
     replay({ seedRw: ['/a.md', '/d/e/f.md'] }, [new WipeFolder('rw', 'files_only'), new AgentWrite('rw', '/g/h.md'), new Finalize('completed')]),

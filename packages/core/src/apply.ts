@@ -175,7 +175,7 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
       } catch (err) {
         // Deleted in the store since the listing: the file is the only copy, so re-create it.
         if ((err as StoreError).kind !== 'not_found') throw err;
-        ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
+        ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId, notFound: true });
         written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
       }
     } else {
@@ -260,6 +260,7 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     ctx.logger.info('log_only: would delete this memory in the store', { path });
     return;
   }
+  let notFound = false;
   try {
     await storeCall(
       ctx.client.delete(ctx.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: ctx.signal }),
@@ -268,8 +269,9 @@ async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: '
     // Already gone is what we wanted. A precondition failure means it changed in the store: it
     // is kept there and the next pass restores it to disk.
     if ((err as StoreError).kind !== 'not_found') throw err;
+    notFound = true;
   }
-  ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
+  ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId, ...(notFound && { notFound }) });
   ctx.state.baseline.delete(path);
   ctx.state.missingSince.delete(path);
   ctx.report.deletedRemote.push(path);

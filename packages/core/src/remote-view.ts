@@ -110,6 +110,9 @@ export class RemoteView {
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
     learnChange(this.#state.memories as Map<string, KnownMemory>, change);
     this.#index = null;
+    // A deletion only inferred from `not_found`: if the answer was spurious, no version will
+    // ever bring the memory back into the view, so the next read lists in full.
+    if (change.kind === 'deleted' && change.notFound) this.distrust(`memory ${change.memoryId} answered not_found`);
   }
 
   /**

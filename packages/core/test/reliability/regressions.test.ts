@@ -397,6 +397,19 @@ describe('regressions: engine bugs the change-feed cases found (issue 9), contin
 });
 
 describe('regressions: engine bugs the fuzz found while the feed was added (issue 9)', () => {
+  // B12, seed 20261206 run 2779: a spurious not_found on the update of /a.md, the fallback
+  // create answered unavailable (so no path_conflict tells the pass its view is wrong), the
+  // agent deletes /a.md: the feed-built view never learns the memory is still there, and the
+  // quiescent feed passes leave it in the store with no file (I7). Fixed: a deletion learned only
+  // from a not_found (update fallback, or a delete) makes the next read a full listing.
+  it(
+    'B12: a memory a spurious not_found said was gone is listed back at the next pass',
+    replay(
+      { disk: 'memfs', seedRw: ['/a.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 } },
+      [new AgentWrite('rw', '/a.md'), new FailNext('update', 'not_found'), new FailNext('create', 'unavailable'), new Reconcile(true), new AgentDelete('rw', '/a.md'), new Reconcile(false)],
+    ),
+  );
+
   // B11, seed 98765 run 2047 (a feed-off case): every memory of the folder renamed into another
   // folder reads as a wipe; finalize's final sync re-downloads, an outage fails the download
   // (which forgets the baseline first), the flush cannot run, and finalize removed the folder

@@ -410,6 +410,23 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
     ),
   );
 
+  // B13 (open), seed 20261208 run 1253, a feed-off case; the same on the engine before these
+  // changes (ceeac95). The folder is removed; the forced pass re-creates it and re-downloads; the
+  // agent writes /b.md while the download lists. The engine reports a conflict at /b.md and the
+  // store's side — its own earlier push — replaces the agent's new file (I2). Not fixed here.
+  it.fails(
+    'B13: an agent write during the re-download of a removed folder is overwritten by the engine\'s own earlier push',
+    failsWith(
+      /I2: a conflict at \/b\.md in memstore_rw overwrote the agent's write/,
+      replay({ disk: 'memfs', requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 }, [
+        new AgentWrite('rw', '/b.md'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new WipeFolder('rw', 'remove_folder'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/b.md' }),
+      ]),
+    ),
+  );
+
   // B11, seed 98765 run 2047 (a feed-off case): every memory of the folder renamed into another
   // folder reads as a wipe; finalize's final sync re-downloads, an outage fails the download
   // (which forgets the baseline first), the flush cannot run, and finalize removed the folder

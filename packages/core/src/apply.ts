@@ -185,7 +185,7 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
     } catch (err) {
       // Deleted in the store since the listing: the file is the only copy, so re-create it.
       if (asStoreError(err).kind !== 'not_found') throw err;
-      learned.push({ kind: 'deleted', memoryId: action.memoryId });
+      learned.push({ kind: 'deleted', memoryId: action.memoryId, notFound: true });
       written = await create();
     }
   } else {
@@ -292,14 +292,16 @@ async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteCh
     return skipped('marker_check_failed', 'store marker failed its check; remote delete not sent');
   }
   if (action.mode === 'log_only') return { kind: 'done', sent: false };
+  let notFound = false;
   try {
     await storeCall(io.client.delete(io.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: io.signal }));
   } catch (err) {
     // Already gone is what we wanted. A precondition failure means it changed in the store: it
     // is kept there and the next pass restores it to disk.
     if (asStoreError(err).kind !== 'not_found') throw err;
+    notFound = true;
   }
-  learned.push({ kind: 'deleted', memoryId: action.memoryId });
+  learned.push({ kind: 'deleted', memoryId: action.memoryId, ...(notFound && { notFound }) });
   io.events?.deleted({ path, side: 'remote' });
   return { kind: 'done' };
 }

@@ -370,6 +370,27 @@ export function settleUnknownWrites(
   return settled;
 }
 
+/**
+ * The writes of unknown outcome that stay unknown after this read: the store shows their path
+ * as it was before the write (absent, or at the baseline's sha), so the write may still land —
+ * a request that timed out can reach the store after the next read, and a change feed may show
+ * a version late. Kept, so that when it does land it is recognised as ours rather than taken for
+ * a remote edit (which would win over the agent's later edits as a "conflict"). A write the
+ * store shows, or that something else replaced, is settled: `settleUnknownWrites` decides.
+ */
+export function stillUnknownWrites(
+  baseline: ReadonlyMap<string, string>,
+  sent: ReadonlyMap<string, string>,
+  remote: ReadonlyMap<string, RemoteEntry>,
+): Map<string, string> {
+  const unknown = new Map<string, string>();
+  for (const [path, sha] of sent) {
+    const there = remote.get(path)?.sha;
+    if (there === undefined || (there === baseline.get(path) && there !== sha)) unknown.set(path, sha);
+  }
+  return unknown;
+}
+
 function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {
   const paths = new Set<string>();
   for (const map of maps) for (const path of map.keys()) paths.add(path);

@@ -70,8 +70,11 @@ export interface ReadTimes {
 /** A memory as a listing or a write returns it: what the state keeps of it. */
 export type ListedMemory = Pick<StoreMemory, 'id' | 'path' | 'content_sha256' | 'updated_at' | 'memory_version_id'>;
 
-/** What a write or a fetch of this session taught about one memory. */
-export type RemoteChange = { kind: 'memory'; memory: ListedMemory } | { kind: 'deleted'; memoryId: string };
+/**
+ * What a write or a fetch of this session taught about one memory. `notFound`: the deletion was
+ * only inferred from a `not_found` answer, which a store may send spuriously.
+ */
+export type RemoteChange = { kind: 'memory'; memory: ListedMemory } | { kind: 'deleted'; memoryId: string; notFound?: boolean };
 
 export type FeedDoubtCode =
   /** No `since` yet: the store was never listed with timestamps. */
@@ -435,6 +438,8 @@ export type FullListingReason =
   | 'pass_count'
   | 'interval'
   | 'feed_error'
+  /** The store contradicted the view at the last pass's writes (remote-view.ts `distrust`). */
+  | 'contradicted'
   | FeedDoubtCode;
 
 export interface ReadChoiceInput {

@@ -66,6 +66,8 @@ export class RemoteView {
   #index: { caseInsensitive: boolean; index: RemoteIndex } | null = null;
   /** Why the feed is never read again this session; `null` while it may be. */
   #refused: string | null = null;
+  /** Why the next read must be a full listing (the store contradicted the view); `null`: no such reason. */
+  #distrusted: string | null = null;
   #passesSinceFull = 0;
   #lastFullAt: number | null = null;
   /** The current pass read the store (or learned it by download): the next one may reuse that. */
@@ -94,6 +96,16 @@ export class RemoteView {
     this.#reusable = false;
   }
 
+  /**
+   * The store contradicted the view (a write failed `not_found`, `precondition_failed` or
+   * `path_conflict`): the next read lists in full, and nothing this pass read is reused.
+   */
+  distrust(reason: string): void {
+    this.#distrusted = reason;
+    this.#readThisPass = false;
+    this.#reusable = false;
+  }
+
   /** A full listing made elsewhere (the download, with content) becomes the view. */
   adoptListing(listed: readonly ListedMemory[], times: ReadTimes, now: number): void {
     this.#setFromListing(listed, times, now);
@@ -105,6 +117,9 @@ export class RemoteView {
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
     learnChange(this.#state.memories as Map<string, KnownMemory>, change);
     this.#index = null;
+    // A deletion only inferred from `not_found`: if the answer was spurious, no version will
+    // ever bring the memory back into the view, so the next read lists in full.
+    if (change.kind === 'deleted' && change.notFound) this.distrust(`memory ${change.memoryId} answered not_found`);
   }
 
   /**
@@ -117,7 +132,7 @@ export class RemoteView {
       this.#readThisPass = true;
       return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' } };
     }
-    const choice = chooseRead({
+    const choice = this.#distrusted !== null ? ({ kind: 'full', reason: 'contradicted' } as const) : chooseRead({
       mode: opts.mode === 'full' ? 'full' : 'auto',
       feed: !this.#deps.client.listVersions ? 'absent' : this.#refused !== null ? 'refused' : 'available',
       since: this.#state.since,
@@ -196,6 +211,7 @@ export class RemoteView {
 
   #setFromListing(listed: readonly ListedMemory[], times: ReadTimes, now: number, accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes }): void {
     this.#state = stateFromListing(this.#state, listed, times, accounted);
+    this.#distrusted = null;
     this.#index = null;
     this.#passesSinceFull = 0;
     this.#lastFullAt = now;

@@ -5,7 +5,14 @@ import { MemoryMountError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { sha256Hex } from './sha256.js';
 import { removeRecord, STATE_RECORD_FORMAT, STATE_RECORD_VERSION, writeRecord, type RecordPhase, type StateRecord } from './state-record.js';
-import type { StoreClient, StoreMemory } from './store-client.js';
+import type {
+  StoreClient,
+  StoreFolderEntry,
+  StoreListFolderOptions,
+  StoreListVersionsOptions,
+  StoreMemory,
+  StoreMemoryVersion,
+} from './store-client.js';
 import type { SyncState } from './sync-state.js';
 import type { Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
@@ -182,6 +189,30 @@ class RecordingClient implements StoreClient {
     private readonly inner: StoreClient,
     private readonly record: MountRecord,
   ) {}
+
+  /**
+   * Present exactly when the inner client has it: a recorded session must read the change feed
+   * like any other (its absence would silently mean a full listing every pass). Versions carry
+   * no content and no write, so nothing of them is recorded.
+   */
+  get listVersions(): ((storeId: string, opts?: StoreListVersionsOptions) => AsyncIterable<StoreMemoryVersion>) | undefined {
+    const inner = this.inner;
+    if (!inner.listVersions) return undefined;
+    return (storeId, opts) => inner.listVersions!(storeId, opts);
+  }
+
+  /** Present exactly when the inner client has it (the parallel download); memories listed are noted like `list`'s. */
+  get listFolder(): ((storeId: string, opts?: StoreListFolderOptions) => AsyncIterable<StoreFolderEntry>) | undefined {
+    const inner = this.inner;
+    if (!inner.listFolder) return undefined;
+    const record = this.record;
+    return async function* (storeId, opts) {
+      for await (const entry of inner.listFolder!(storeId, opts)) {
+        if (entry.type === 'memory') record.noteMemory(entry.memory);
+        yield entry;
+      }
+    };
+  }
 
   async *list(storeId: string, opts?: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal }): AsyncIterable<StoreMemory> {
     for await (const memory of this.inner.list(storeId, opts)) {

@@ -5,7 +5,7 @@ import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
-import { planStore, pushOnlyView, settleUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
+import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
@@ -24,6 +24,9 @@ import type { StoreEvents } from './events.js';
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
+
+/** Store answers to a write that contradict the remote view the pass planned from. */
+const CONTRADICTIONS = new Set(['not_found', 'precondition_failed', 'path_conflict']);
 
 export interface StoreSyncDeps {
   client: StoreClient;
@@ -275,8 +278,9 @@ export class StoreSync {
       this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
     }
 
+    const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.unknownWrites = new Map();
+    state.unknownWrites = unknownWrites;
     const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
@@ -294,6 +298,12 @@ export class StoreSync {
     const plan = opts.pushOnly ? pushOnlyView(full) : full;
     const outcomes = await this.apply(plan, opts.signal, this.deps.events, scanned.carried);
     mergeReport(report, this.settle(plan, outcomes));
+    // The store answered something the view did not predict (a memory gone or changed that the
+    // view held, a path taken that it held free): the view may be wrong in a way no version will
+    // ever correct (a spurious not_found made it forget a memory that is still there), so the
+    // next read lists in full rather than trust the feed.
+    const contradiction = report.errors.find((e) => CONTRADICTIONS.has(e.kind));
+    if (contradiction) this.#remote.distrust(`${contradiction.operation} of ${contradiction.path} failed: ${contradiction.kind}`);
   }
 
   /** The plan's transfers through the executor; what the store answered feeds the remote view. */

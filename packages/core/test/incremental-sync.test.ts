@@ -68,6 +68,20 @@ describe('incremental sync through the change feed', () => {
     }
   });
 
+  // Found by the model fuzz (feed cases): the crash-recovery record's client wrapped the host's
+  // without its optional methods, so with a stateDir every pass listed in full and every
+  // download walked one listing.
+  it('with a stateDir (crash-recovery records) too: the download fans out by folder and an idle pass is one feed read', async () => {
+    await h.fs.mkdir('/host/state', { recursive: true });
+    const m = await mount({ '/a.md': 'alpha', '/d/c.md': 'gamma' }, { stateDir: '/host/state' });
+    expect(client.requests.filter((r) => r.depth === 1).length).toBeGreaterThan(0);
+    await m.reconcile({ force: true });
+    const before = client.requests.length;
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(ops(client, before)).toEqual(['listVersions']);
+    expect(report).toMatchObject({ status: 'synced', errors: [] });
+  });
+
   it('a store written over time: the first pass after the download is one request too', async () => {
     client.seed(STORE, manyMemories(500, 10));
     clock.advance(3_600_000);
@@ -107,6 +121,28 @@ describe('incremental sync through the change feed', () => {
   });
 
   describe('feed faults: any doubt is one full listing, then the feed again', () => {
+    // Found by the model fuzz (seed 4242 run 436): a spurious not_found on an update made the
+    // view forget a memory that was still there; no version ever came to say otherwise, so every
+    // feed pass re-created it and failed path_conflict, until the next full listing (100 passes).
+    it('a write the store contradicts (a spurious not_found, then path_conflict): the next pass lists in full and the edit lands', async () => {
+      const m = await mount({ '/b.md': 'beta' });
+      clock.advance(1_000);
+      client.failNext('update', 'not_found');
+      await h.write(`${h.notesDir}/b.md`, 'beta, edited');
+      const first = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(first.errors.map((e) => e.kind)).toEqual(['path_conflict']);
+      clock.advance(1_000);
+      const before = client.requests.length;
+      const report = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(ops(client, before)).toEqual(['list', 'update']);
+      expect(report).toMatchObject({ pushed: ['/b.md'], errors: [] });
+      expect(client.snapshot(STORE)['/b.md']).toBe('beta, edited');
+      // The listing restored the view: the feed again.
+      const next = client.requests.length;
+      await m.reconcile({ force: true });
+      expect(ops(client, next)).toEqual(['listVersions']);
+    });
+
     it('two versions of one memory at one instant (the store clock stood still): a full listing, then the feed', async () => {
       const m = await mount({ '/a.md': 'alpha' });
       clock.advance(1_000);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 // Through the engine entry, as a host that builds its own loop imports them.
 import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type LocalFile, type Plan, type PlanInput } from '@memory-mounter/core/engine';
+import { stillUnknownWrites } from '../src/plan.js';
 
 // One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
 // edit, R a remote edit.
@@ -352,5 +353,19 @@ describe('settleUnknownWrites', () => {
     const remote = new Map([[P, { id: ID, sha: 'R' }]]);
     expect(settleUnknownWrites(new Map([[P, 'B']]), new Map([[P, 'L']]), remote).get(P)).toBe('B');
     expect(settleUnknownWrites(new Map(), new Map([[P, 'L']]), new Map()).has(P)).toBe(false);
+  });
+});
+
+describe('stillUnknownWrites', () => {
+  const sent = new Map([[P, 'L']]);
+  it('stays unknown while the store shows the path as before the write: absent, or at the baseline', () => {
+    expect(stillUnknownWrites(new Map(), sent, new Map()).get(P)).toBe('L');
+    expect(stillUnknownWrites(new Map([[P, 'B']]), sent, new Map([[P, { id: ID, sha: 'B' }]])).get(P)).toBe('L');
+  });
+
+  it('is settled once the store shows it, or shows something else there', () => {
+    expect(stillUnknownWrites(new Map([[P, 'B']]), sent, new Map([[P, { id: ID, sha: 'L' }]])).has(P)).toBe(false);
+    expect(stillUnknownWrites(new Map([[P, 'B']]), sent, new Map([[P, { id: ID, sha: 'R' }]])).has(P)).toBe(false);
+    expect(stillUnknownWrites(new Map(), sent, new Map([[P, { id: ID, sha: 'R' }]])).has(P)).toBe(false);
   });
 });

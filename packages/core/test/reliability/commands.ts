@@ -3,8 +3,10 @@ import type { StoreErrorKind } from '@memory-mounter/core';
 import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
 import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
 import type { StallAt } from './fault-ledger.js';
+import type { FeedFailure, FeedFault, FeedShape, FolderFault, ServerClockMode } from './feed-faults.js';
 import type { Oracle, StoreKey } from './oracle.js';
-import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type CrashPoint, type Interleaving, type Scenario } from './world.js';
+import { coverage } from './coverage.js';
+import { DIR_PATHS, FILE_PATHS, HOSTILE_REMOTE_PATHS, type Case, type CrashPoint, type FeedScenario, type Interleaving, type Scenario } from './world.js';
 
 /**
  * The steps of a case, as fast-check commands, and the arbitraries that generate them. Each
@@ -308,6 +310,55 @@ export class OutageFor extends WorldStep {
   }
 }
 
+/** The next read of the change feed (either store) is reshaped or fails (feed-faults.ts). No-op in a case without the feed. */
+export class FeedFaultStep extends WorldStep {
+  constructor(readonly fault: FeedFault) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.feedFaults.pushFeed(this.fault));
+  }
+  toString() {
+    return this.fault.kind === 'shape' ? `feed.next(${this.fault.shape}, seed ${this.fault.seed})` : `feed.next(fails ${this.fault.failure})`;
+  }
+}
+
+/** The next folder listing walk (a fanned-out download) is reshaped or fails. No-op without `listFolder`. */
+export class FolderFaultStep extends WorldStep {
+  constructor(readonly fault: FolderFault) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.feedFaults.pushFolder(this.fault));
+  }
+  toString() {
+    return `listFolder.next(${this.fault})`;
+  }
+}
+
+/**
+ * A user redacts one of the store's memory versions (`which`: its index, newest first, modulo
+ * the number retained): path and sha gone for good, `redacted_at` set. Every later feed read
+ * that covers it meets it.
+ */
+export class RedactVersion extends WorldStep {
+  constructor(readonly store: StoreKey, readonly which: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => {
+      const id = c.spec(this.store).id;
+      const versions = c.fake.versions(id).filter((v) => v.redacted_at === null);
+      if (versions.length === 0) return;
+      c.fake.redactVersion(id, versions[this.which % versions.length]!.id);
+      coverage.versionsRedacted++;
+    });
+  }
+  toString() {
+    return `redactVersion(${this.store}, #${this.which} newest first)`;
+  }
+}
+
 export class SetLatency extends WorldStep {
   constructor(readonly ms: number) {
     super();
@@ -347,7 +398,8 @@ export class Reconcile extends CaseStep {
   }
   toString() {
     const i = this.interleaving;
-    return `reconcile(${this.force ? 'force' : ''})${i ? ` + agent.${i.act}(${i.store}, ${i.op === 'list' ? i.listPath : `<path of ${i.op}>`}) during ${i.op} #${i.nth}` : ''}`;
+    if (i?.who === 'remote') return `reconcile(force) + remote.write(${i.store}, ${i.listPath}) during ${i.op} #${i.nth}`;
+    return `reconcile(${this.force ? 'force' : ''})${i ? ` + agent.${i.act}(${i.store}, ${i.op === 'list' || i.op === 'listVersions' ? i.listPath : `<path of ${i.op}>`}) during ${i.op} #${i.nth}` : ''}`;
   }
 }
 
@@ -385,7 +437,7 @@ export class CrashDuringPass extends CaseStep {
   }
   toString() {
     const { op, nth, applied } = this.at;
-    return `reconcile(force) + crash at ${op} #${nth}${op === 'list' || op === 'get' ? '' : applied ? ' (applied)' : ' (not sent)'}`;
+    return `reconcile(force) + crash at ${op} #${nth}${op === 'list' || op === 'get' || op === 'listVersions' ? '' : applied ? ' (applied)' : ' (not sent)'}`;
   }
 }
 
@@ -430,12 +482,29 @@ const faultKind = fc.constantFrom<StoreErrorKind>(
 );
 const interleaving: fc.Arbitrary<Interleaving> = fc.record({
   store: storeKey,
-  // Every pass lists; the other requests happen only when there is something to transfer.
-  op: fc.constantFrom<StoreOp>('list', 'list', 'get', 'get', 'update', 'update', 'create', 'create', 'delete'),
+  // Every pass lists or reads the feed; the other requests happen only when there is something to transfer.
+  op: fc.constantFrom<StoreOp>('list', 'list', 'listVersions', 'listVersions', 'get', 'get', 'update', 'update', 'create', 'create', 'delete'),
   nth: fc.constantFrom(1, 1, 2),
   act: fc.constantFrom<'write' | 'delete'>('write', 'write', 'delete'),
   listPath: file,
+  who: fc.constantFrom<'agent' | 'remote'>('agent', 'agent', 'remote'),
 });
+
+const feedShape = fc.constantFrom<FeedShape>('reorder', 'duplicate', 'overlap', 'conflicting_duplicate', 'pathless', 'gap', 'lag', 'lag');
+const feedFailure = fc.constantFrom<FeedFailure>(
+  'unavailable',
+  'unavailable_midway',
+  'stall',
+  'rejected_400',
+  'unauthorized_401',
+  'forbidden_403',
+  'not_found_404',
+);
+const feedFault: fc.Arbitrary<FeedFault> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('shape' as const), shape: feedShape, seed: fc.nat(1_000_000) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('fail' as const), failure: feedFailure }) },
+);
+const folderFault = fc.constantFrom<FolderFault>('reorder', 'bad_rollup', 'duplicate_rollup', 'unavailable_midway');
 
 const weighted = (weight: number, arbitrary: fc.Arbitrary<Step>): fc.WeightedArbitrary<Step> => ({ weight, arbitrary });
 
@@ -466,6 +535,9 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
     fc.oneof(fc.constantFrom(1, 2, 3, 5, 8).map((n): Step => new OutageCalls(n)), fc.constantFrom(1, 4, 16).map((s): Step => new OutageFor(s))),
   ),
   weighted(2, fc.constantFrom(0, 0, 1, 3).map((ms) => new SetLatency(ms))),
+  weighted(10, feedFault.map((f) => new FeedFaultStep(f))),
+  weighted(2, folderFault.map((f) => new FolderFaultStep(f))),
+  weighted(2, fc.tuple(storeKey, fc.nat(20)).map(([s, i]) => new RedactVersion(s, i))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<WipeKind>('remove_folder', 'files_only', 'everything')).map(([s, h]) => new WipeFolder(s, h))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom<MarkerDamage>('delete', 'foreign', 'garbage')).map(([s, h]) => new DamageMarker(s, h))),
   weighted(6, fc.constantFrom(1, 4, 16, 31, 120).map((s) => new AdvanceClock(s))),
@@ -476,7 +548,7 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(
     1,
     fc
-      .record({ op: fc.constantFrom<StoreOp>('list', 'list', 'get', 'create', 'update', 'update'), nth: fc.constantFrom(1, 1, 2), applied: fc.boolean() })
+      .record({ op: fc.constantFrom<StoreOp>('list', 'list', 'listVersions', 'get', 'create', 'update', 'update'), nth: fc.constantFrom(1, 1, 2), applied: fc.boolean() })
       .map((at) => new CrashDuringPass(at)),
   ),
   weighted(4, fc.constant(new Recover())),
@@ -496,5 +568,16 @@ export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbi
     seedRw: fc.subarray([...FILE_PATHS]),
     seedRo: fc.subarray([...FILE_PATHS]),
     bulk: fc.boolean(),
+    // One case in four without the feed (full listings, as before issue 9).
+    feed: fc.option(feedScenario, { freq: 4, nil: undefined }),
   });
 }
+
+const feedScenario: fc.Arbitrary<FeedScenario> = fc.record({
+  versions: fc.constantFrom(true, true, true, false),
+  folders: fc.boolean(),
+  clock: fc.constantFrom<ServerClockMode>('exact', 'coarse'),
+  // 1: a full listing every pass (the feed never read); 100 (the default): the feed nearly always.
+  fullListingEvery: fc.constantFrom(1, 2, 3, 100, 100),
+  fullListingInterval: fc.constantFrom(30, 600),
+});

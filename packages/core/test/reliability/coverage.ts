@@ -40,6 +40,18 @@ export const coverage = {
   restartsRetried: 0,
   recoverPushed: 0,
   recoverConflicts: 0,
+  /** The change feed (issue 9): cases that read it, feed reads, passes that took it alone or fell back to a listing. */
+  casesUsingFeed: 0,
+  feedReads: 0,
+  passesByFeedAlone: 0,
+  passesFeedThenListing: 0,
+  /** Feed and folder-listing faults played, versions redacted, and sessions the feed refused. */
+  feedFaultsPlayed: 0,
+  folderFaultsPlayed: 0,
+  versionsRedacted: 0,
+  feedRefusals: 0,
+  /** The other writer's writes made while a read of the store was under way. */
+  remoteActionsDuringReads: 0,
   /** Wall time spent inside materialize, reconcile and finalize, all cases together. */
   engineWallMs: 0,
 };

@@ -1,4 +1,4 @@
-import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient, StoreMemory } from '@memory-mounter/core';
+import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient } from '@memory-mounter/core';
 
 /**
  * A SIGKILL, in process: once `kill()` is called, everything the dead mounter still tries
@@ -36,15 +36,20 @@ export class KillSwitch {
 
   storeClient(inner: StoreClient): StoreClient {
     const k = this;
+    // Every listing walks through the switch, item by item.
+    async function* gated<T>(open: () => AsyncIterable<T>): AsyncIterable<T> {
+      const iterator = (await k.gate(async () => open()))[Symbol.asyncIterator]();
+      for (;;) {
+        const step = await k.gate(() => iterator.next());
+        if (step.done) return;
+        yield step.value;
+      }
+    }
     return {
-      async *list(storeId, opts) {
-        const iterator = (await k.gate(async () => inner.list(storeId, opts)))[Symbol.asyncIterator]();
-        for (;;) {
-          const step = await k.gate(() => iterator.next());
-          if (step.done) return;
-          yield step.value as StoreMemory;
-        }
-      },
+      list: (storeId, opts) => gated(() => inner.list(storeId, opts)),
+      // The optional methods only where the inner client has them: their absence means something.
+      ...(inner.listVersions && { listVersions: (storeId: string, opts?: Parameters<NonNullable<StoreClient['listVersions']>>[1]) => gated(() => inner.listVersions!(storeId, opts)) }),
+      ...(inner.listFolder && { listFolder: (storeId: string, opts?: Parameters<NonNullable<StoreClient['listFolder']>>[1]) => gated(() => inner.listFolder!(storeId, opts)) }),
       get: (storeId, memoryId, opts) => k.gate(() => inner.get(storeId, memoryId, opts)),
       create: (storeId, input, opts) => k.gate(() => inner.create(storeId, input, opts)),
       update: (storeId, memoryId, input, opts) => k.gate(() => inner.update(storeId, memoryId, input, opts)),

@@ -1,6 +1,7 @@
-import { StoreError, type StoreClient, type StoreMemory } from '@memory-mounter/core';
+import { StoreError, type StoreClient, type StoreFolderEntry, type StoreListFolderOptions, type StoreListVersionsOptions, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import type { InMemoryStoreClient, StoreOp } from '@memory-mounter/testing';
 import { OUTAGE_MESSAGE, type Interception } from './fault-ledger.js';
+import { feedError, reshapeFeed, reshapeFolder, type FeedFault, type FolderFault } from './feed-faults.js';
 
 /**
  * The StoreClient the engine is given in the reliability tests: the in-memory fake, with every
@@ -9,6 +10,11 @@ import { OUTAGE_MESSAGE, type Interception } from './fault-ledger.js';
  * and may let the agent act while the request is "in flight". The observer may also intercept a
  * request: fail it as part of an outage, or stall it (a call that never answers and ignores its
  * abort signal, before or after the store applied it).
+ *
+ * In a case with the change feed on, it also serves `listVersions` (the fake's real versions)
+ * and, with folder listings on, `listFolder`; each read may be reshaped or failed by a queued
+ * feed or folder fault (feed-faults.ts). Off, the methods are absent, as from a client that
+ * has none: the engine then lists in full.
  */
 
 /** One request as the engine sent it, resolved against the store before it is applied. */
@@ -24,6 +30,11 @@ export interface OutgoingRequest {
   expectedSha?: string;
   /** What the memory held before the request (get/update/delete of an existing memory). */
   previousContent?: string;
+  /**
+   * Every path the memory has had (its retained versions): an update by id meant for the path
+   * the engine last knew lands wherever the other writer has since renamed the memory.
+   */
+  formerPaths?: string[];
 }
 
 export interface RequestObserver {
@@ -33,6 +44,20 @@ export interface RequestObserver {
   afterFailure(request: OutgoingRequest, error: unknown): void;
   /** Asked after `beforeRequest`: a fault to play instead of (or after) the fake's answer. */
   intercept?(request: OutgoingRequest): Interception | undefined;
+  /** Called once the store has answered a feed read, before the engine is given the answer. */
+  answered?(request: OutgoingRequest): void;
+  /** Asked once per feed read: a fault to play on it. */
+  feedFault?(request: OutgoingRequest): FeedFault | undefined;
+  /** Asked once per folder listing walk (each `listFolder` call): a fault to play on it. */
+  folderFault?(request: OutgoingRequest): FolderFault | undefined;
+  /** The service's clock (ms), for a feed read that lags. */
+  serverNow?(): number;
+}
+
+/** Which optional StoreClient methods the client offers. */
+export interface ClientCapabilities {
+  feed: boolean;
+  folders: boolean;
 }
 
 /** A call that never answers: its promise never settles, whatever its signal does. */
@@ -44,7 +69,78 @@ export class ObservedStoreClient implements StoreClient {
   constructor(
     private readonly fake: InMemoryStoreClient,
     private readonly observer: RequestObserver,
+    private readonly capabilities: ClientCapabilities = { feed: false, folders: false },
   ) {}
+
+  /** Present only in a case with the change feed on. */
+  get listVersions(): ((storeId: string, opts?: StoreListVersionsOptions) => AsyncIterable<StoreMemoryVersion>) | undefined {
+    return this.capabilities.feed ? (storeId, opts) => this.readVersions(storeId, opts) : undefined;
+  }
+
+  /** Present only in a case with folder listings on. */
+  get listFolder(): ((storeId: string, opts?: StoreListFolderOptions) => AsyncIterable<StoreFolderEntry>) | undefined {
+    return this.capabilities.folders ? (storeId, opts) => this.readFolder(storeId, opts) : undefined;
+  }
+
+  private async *readVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
+    const request: OutgoingRequest = { op: 'listVersions', storeId };
+    await this.observer.beforeRequest(request);
+    const fault = this.observer.intercept?.(request);
+    if (fault?.kind === 'outage') throw this.outage(request);
+    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    const feedFault = this.observer.feedFault?.(request);
+    try {
+      if (feedFault?.kind === 'fail') {
+        const { failure } = feedFault;
+        if (failure === 'stall') await never();
+        else if (failure !== 'unavailable_midway') throw feedError(failure);
+      }
+      const versions: StoreMemoryVersion[] = [];
+      for await (const version of this.fake.listVersions(storeId, opts)) versions.push(version);
+      this.observer.answered?.(request);
+      let answer = versions;
+      if (feedFault?.kind === 'shape') answer = reshapeFeed(versions, feedFault.shape, feedFault.seed, this.observer.serverNow?.() ?? Date.now()).versions;
+      let first = true;
+      for (const version of answer) {
+        yield version;
+        // A later page failed, or never came.
+        if (first && feedFault?.kind === 'fail') throw feedError('unavailable_midway');
+        if (first && fault?.kind === 'stall') await never();
+        first = false;
+      }
+      if (feedFault?.kind === 'fail') throw feedError('unavailable_midway');
+      if (fault?.kind === 'stall') await never();
+    } catch (err) {
+      this.observer.afterFailure(request, err);
+      throw err;
+    }
+  }
+
+  private async *readFolder(storeId: string, opts: StoreListFolderOptions = {}): AsyncIterable<StoreFolderEntry> {
+    // On the wire a folder listing is the memory listing with depth=1: it logs, fails and stalls as `list`.
+    const request: OutgoingRequest = { op: 'list', storeId };
+    await this.observer.beforeRequest(request);
+    const fault = this.observer.intercept?.(request);
+    if (fault?.kind === 'outage') throw this.outage(request);
+    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    const folderFault = this.observer.folderFault?.(request);
+    try {
+      const entries: StoreFolderEntry[] = [];
+      for await (const entry of this.fake.listFolder(storeId, opts)) entries.push(entry);
+      const answer = folderFault && folderFault !== 'unavailable_midway' ? reshapeFolder(entries, folderFault, opts.pathPrefix ?? '/') : entries;
+      let first = true;
+      for (const entry of answer) {
+        yield entry;
+        if (first && folderFault === 'unavailable_midway') throw new StoreError('unavailable', 'folder listing fault (test): service unavailable', { status: 503 });
+        if (first && fault?.kind === 'stall') await never();
+        first = false;
+      }
+      if (fault?.kind === 'stall') await never();
+    } catch (err) {
+      this.observer.afterFailure(request, err);
+      throw err;
+    }
+  }
 
   async *list(
     storeId: string,
@@ -106,6 +202,10 @@ export class ObservedStoreClient implements StoreClient {
     if (memory) {
       request.path = memory.path;
       request.previousContent = memory.content ?? undefined;
+      request.formerPaths = this.fake
+        .versions(request.storeId)
+        .filter((v) => v.memory_id === memory.id && v.path !== null)
+        .map((v) => v.path!);
     }
     return request;
   }

@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { StoreError, type DirEntry, type FileSystem, type FinalizeReport, type StoreClient } from '@memory-mounter/core';
-import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover } from './commands.js';
+import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover, RemoteWrite } from './commands.js';
 import { runCase } from './run-case.js';
 import { sha256 } from './tree.js';
 import { Case, CANARY_TEXT, type Scenario } from './world.js';
@@ -170,6 +170,37 @@ describe('the oracle catches a planted defect', () => {
     try {
       c.disk.writeFile(`${c.disk.base}/outside/canary.txt`, `${CANARY_TEXT} overwritten`);
       await expect(c.step('noop', () => {})).rejects.toThrow(/I3: the canary folder changed: ~\/canary\.txt/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("I7: a change feed that never shows the other writer's versions leaves the folder behind the store", async () => {
+    // Outside what a feed may do (feed-faults.ts): the engine's only defence is its periodic full
+    // listing, which fullListingEvery 100 and a 600 s interval keep out of the case.
+    const blindFeed = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      update: (...args) => client.update(...args),
+      delete: (...args) => client.delete(...args),
+      listVersions: async function* () {},
+    });
+    const feed: Scenario['feed'] = { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 600 };
+    await expect(runCase({ ...scenario, feed }, [new RemoteWrite('rw', '/a.md'), new Reconcile(true)], { client: blindFeed })).rejects.toThrow(
+      /I7: not converged in memstore_rw: \/a\.md/,
+    );
+  });
+
+  it('F2: a feed read where the cadence calls for a full listing', async () => {
+    // The mounter runs with fullListingEvery 100; the oracle is then told 2, as if the engine
+    // ignored its option: the second pass in a row that reads the feed alone must fire F2.
+    const feed: Scenario['feed'] = { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 600 };
+    const c = await Case.open({ ...scenario, feed });
+    try {
+      (c.scenario as { feed: NonNullable<Scenario['feed']> }).feed = { ...feed, fullListingEvery: 2 };
+      await c.reconcile(true);
+      await expect(c.reconcile(true)).rejects.toThrow(/F2: 2 passes over memstore_rw read the feed alone; fullListingEvery is 2/);
     } finally {
       await c.close();
     }

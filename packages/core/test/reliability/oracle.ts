@@ -104,6 +104,8 @@ export class StoreModel {
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
   syncedAtLastPass = new Set<string>();
+  /** path -> the content both sides held right after that pass (what the engine's baseline holds). */
+  syncedShas = new Map<string, string>();
   markerTouched = false;
   distrusted = false;
 
@@ -171,7 +173,8 @@ export class Oracle {
       const files = memoryFiles(trees.get(store.spec.key)!);
       const remote = this.view.storeShas(store.spec.id);
       for (const [path, sha] of files) store.see(path, sha);
-      store.syncedAtLastPass = new Set([...files].filter(([path, sha]) => remote.get(path) === sha).map(([path]) => path));
+      store.syncedShas = new Map([...files].filter(([path, sha]) => remote.get(path) === sha));
+      store.syncedAtLastPass = new Set(store.syncedShas.keys());
     }
   }
 
@@ -193,7 +196,11 @@ export class Oracle {
       if (a !== undefined && a !== b) {
         store.see(path, a);
         store.agentDeleted.delete(path);
-        if (store.spec.access === 'read_write') store.pending.set(path, { sha: a, seq });
+        // Content put back exactly as it was in sync (a folder renamed away and back) is no new
+        // write: the engine sees the file unchanged, and a remote delete or edit rightly wins.
+        const restored = store.syncedShas.get(path) === a;
+        if (restored) store.pending.delete(path);
+        else if (store.spec.access === 'read_write') store.pending.set(path, { sha: a, seq });
       }
       if (b !== undefined && a === undefined) {
         store.pending.delete(path);
@@ -219,7 +226,7 @@ export class Oracle {
 
   checkRequest(request: OutgoingRequest): void {
     const store = this.stores.find((s) => s.spec.id === request.storeId);
-    if (!store || request.op === 'list' || request.op === 'get') return;
+    if (!store || request.op === 'list' || request.op === 'get' || request.op === 'listVersions') return;
     if (this.#phase === 'recover' && request.op === 'delete') this.violate(`R2: recover sent a delete of ${request.path ?? request.memoryId} to ${store.spec.id}`);
     if (store.spec.access === 'read_only') {
       this.violate(`I5: ${request.op} of ${request.path ?? request.memoryId} sent to the read-only store ${store.spec.id}`);
@@ -237,7 +244,14 @@ export class Oracle {
     if (request.content === undefined) return;
     if (request.path !== undefined) addTo(store.enginePushed, request.path, sha256(request.content));
     if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
-    if (!store.seen.get(path)?.has(sha256(request.content))) {
+    // An update of a memory the store no longer has (deleted since the engine's view of it, which
+    // a feed read that lags keeps a little longer): it fails not_found and uploads nothing.
+    if (request.path === undefined) return;
+    // By id, an update lands where the memory is now; the engine meant the path it last knew,
+    // which the other writer may have renamed since (no API precondition pins the path).
+    const sha = sha256(request.content);
+    const meant = request.op === 'update' ? [path, ...(request.formerPaths ?? [])] : [path];
+    if (!meant.some((p) => store.seen.get(p)?.has(sha))) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
     }
   }
@@ -406,9 +420,8 @@ export class Oracle {
       // yet (an error was reported for it): that one settles at the next listing.
       const remote = this.view.storeShas(spec.id);
       const unsure = new Set(r.errors.map((e) => e.path));
-      store.syncedAtLastPass = new Set(
-        [...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)).map(([path]) => path),
-      );
+      store.syncedShas = new Map([...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)));
+      store.syncedAtLastPass = new Set(store.syncedShas.keys());
     }
   }
 
@@ -561,7 +574,10 @@ export class Oracle {
   /** A write the store now holds is safe: it leaves the pending list. */
   private settleSaved(store: StoreModel): void {
     const remote = this.view.storeShas(store.spec.id);
-    for (const [path, write] of store.pending) if (remote.get(path) === write.sha) store.pending.delete(path);
+    // Or at another path: every agent write is a fresh token, so its sha anywhere in the store is
+    // that write kept — there when the other writer renamed the memory it went to.
+    const held = new Set(remote.values());
+    for (const [path, write] of store.pending) if (remote.get(path) === write.sha || held.has(write.sha)) store.pending.delete(path);
   }
 
   // --- Quiescence ------------------------------------------------------------------------------

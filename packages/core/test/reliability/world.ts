@@ -5,6 +5,7 @@ import { InMemoryStoreClient, type StoreOp } from '@memory-mounter/testing';
 import { Agent } from './agent.js';
 import { ConfinedFileSystem } from './confined-file-system.js';
 import { FaultLedger, type Interception } from './fault-ledger.js';
+import { FeedFaultQueue, ServerClock, type FeedFault, type FolderFault, type ServerClockMode } from './feed-faults.js';
 import { KillSwitch } from './kill-switch.js';
 import { coverage } from './coverage.js';
 import { memfsHostDisk, nodeHostDisk, sha256, type DiskKind, type HostDisk, type Tree } from './host-disk.js';
@@ -46,6 +47,23 @@ export interface Scenario {
   seedRw: readonly string[];
   seedRo: readonly string[];
   bulk: boolean;
+  /**
+   * The store's change feed and folder listings (issue 9): absent, the client has neither and
+   * every pass lists in full (the engine's path before the feed).
+   */
+  feed?: FeedScenario;
+}
+
+export interface FeedScenario {
+  /** The client offers `listVersions`. */
+  versions: boolean;
+  /** The client offers `listFolder` (the download fans out by folder). */
+  folders: boolean;
+  /** The service's clock: ms, or whole seconds (versions tie in bulk). */
+  clock: ServerClockMode;
+  /** The mounter's `fullListingEvery` and `fullListingInterval` (seconds). */
+  fullListingEvery: number;
+  fullListingInterval: number;
 }
 
 /**
@@ -66,6 +84,12 @@ export interface Interleaving {
   act: 'write' | 'delete';
   /** The path acted on during a listing (a listing has no path of its own). */
   listPath: string;
+  /**
+   * Who acts: the agent (default), or the other writer writing `listPath` in the store — for a
+   * feed read, right after the store answered it, so its version is committed during the read
+   * but not in it.
+   */
+  who?: 'agent' | 'remote';
 }
 
 /**
@@ -92,11 +116,17 @@ const RECOVER_RETRY_BOUND_S = 2;
 /** The message of the warning finalize logs for each store with unpushed changes (mounter.ts). */
 const UNPUSHED_WARNING = /^finalize: local changes not pushed/;
 
-/** A logger that drops everything but finalize's unpushed warnings, which the oracle checks. */
+/** The info line the engine logs when the feed refuses a session (remote-view.ts). */
+const FEED_REFUSED_INFO = /^change feed not available to this session/;
+
+/** A logger that drops everything but finalize's unpushed warnings and the feed's refusals, which the oracle checks. */
 class CapturingLogger implements Logger {
   readonly unpushedWarnings: Record<string, unknown>[] = [];
+  onFeedRefused: (storeId: string) => void = () => undefined;
   debug() {}
-  info() {}
+  info(msg: string, fields?: Record<string, unknown>) {
+    if (FEED_REFUSED_INFO.test(msg)) this.onFeedRefused(String(fields?.memory_store_id));
+  }
   error() {}
   warn(msg: string, fields?: Record<string, unknown>) {
     if (UNPUSHED_WARNING.test(msg)) this.unpushedWarnings.push(fields ?? {});
@@ -108,6 +138,9 @@ export class Case implements RequestObserver {
   readonly clock = { now: 1_700_000_000_000 };
   readonly fake: InMemoryStoreClient;
   readonly faults: FaultLedger;
+  readonly feedFaults = new FeedFaultQueue();
+  /** The service's clock, which stamps the memory versions. */
+  readonly serverClock: ServerClock;
   readonly oracle: Oracle;
   readonly agent: Agent;
   readonly specs: StoreSpec[];
@@ -126,6 +159,15 @@ export class Case implements RequestObserver {
   #sabotage: Sabotage = {};
   #outsideTree: Tree;
   #interleaving: (Interleaving & { seen: number }) | undefined;
+  /** The other writer's act to run once the store has answered the feed read it is timed with. */
+  #afterAnswer: { request: OutgoingRequest; act: () => void } | undefined;
+  /** Stores whose feed refused the current session (its info line logged): never read again in it. */
+  #feedRefused = new Set<string>();
+  /** store id -> the ops of the current reconcile's requests to it. */
+  #passOps = new Map<string, Set<StoreOp>>();
+  #usedFeed = false;
+  /** store id -> reconcile passes of this session that read the feed alone since its last listing, and when it last listed (model clock). */
+  #cadence = new Map<string, { feedPasses: number; listedAt: number }>();
   #tokens = 0;
 
   private constructor(
@@ -146,7 +188,13 @@ export class Case implements RequestObserver {
       { key: 'rw', id: 'memstore_rw', access: 'read_write', mountPath: '/mnt/memory/rw', root: `${this.memoryRoot}/rw` },
       { key: 'ro', id: 'memstore_ro', access: 'read_only', mountPath: '/mnt/memory/ro', root: `${this.memoryRoot}/ro` },
     ];
-    this.fake = new InMemoryStoreClient({ now: () => this.clock.now });
+    this.serverClock = new ServerClock(() => this.clock.now, scenario.feed?.clock ?? 'exact');
+    this.fake = new InMemoryStoreClient({ now: () => this.serverClock.now() });
+    this.logger.onFeedRefused = (storeId) => {
+      if (this.#feedRefused.has(storeId)) this.oracle.violate(`F1: the feed's refusal of ${storeId} was logged twice in one session`);
+      this.#feedRefused.add(storeId);
+      coverage.feedRefusals++;
+    };
     this.faults = new FaultLedger(this.fake);
     this.agent = new Agent(disk, { file: `${outside}/canary.txt`, dir: `${outside}/dir` });
     this.oracle = new Oracle(
@@ -181,7 +229,8 @@ export class Case implements RequestObserver {
 
   /** The store client a worker (or `recover`) is given: the fake, every request observed. */
   private observedClient(): StoreClient {
-    const client = new ObservedStoreClient(this.fake, this);
+    const feed = this.scenario.feed;
+    const client = new ObservedStoreClient(this.fake, this, { feed: feed?.versions ?? false, folders: feed?.folders ?? false });
     return this.#sabotage.client?.(client) ?? client;
   }
 
@@ -197,6 +246,9 @@ export class Case implements RequestObserver {
     const scenario = this.scenario;
     const kill = new KillSwitch();
     this.#killSwitch = kill;
+    this.#feedRefused.clear();
+    // The download lists every store in full.
+    this.#cadence = new Map(this.specs.map((s) => [s.id, { feedPasses: 0, listedAt: this.clock.now }]));
     this.#mounter = new MemoryMounter({
       storeClient: kill.storeClient(this.observedClient()),
       fileSystem: kill.fileSystem(this.confinedFileSystem()),
@@ -212,6 +264,7 @@ export class Case implements RequestObserver {
       syncTimeout: scenario.syncTimeoutSeconds,
       // The model's agent writes between steps, not during them: nothing is ever mid-write.
       newFileSettle: 0,
+      ...(scenario.feed && { fullListingEvery: scenario.feed.fullListingEvery, fullListingInterval: scenario.feed.fullListingInterval }),
     });
     await this.timed('materialize', this.syncBoundMs, () =>
       this.mounter.materialize(
@@ -304,12 +357,7 @@ export class Case implements RequestObserver {
 
   /** The other writer's action on one store, with what it changed handed to the oracle. */
   remoteStep(label: string, key: StoreKey, action: (storeId: string) => void): Promise<void> {
-    return this.step(label, () => {
-      const id = this.spec(key).id;
-      const before = storeShas(this.fake, id);
-      action(id);
-      this.oracle.noteRemoteChange(key, before, storeShas(this.fake, id));
-    });
+    return this.step(label, () => this.remoteAct(key, action));
   }
 
   reconcile(force: boolean, interleaving?: Interleaving): Promise<void> {
@@ -317,12 +365,18 @@ export class Case implements RequestObserver {
     return this.step(label, async () => {
       this.oracle.beginPass('reconcile', this.trees());
       this.#interleaving = interleaving && { ...interleaving, seen: 0 };
+      this.#passOps.clear();
       let report: SyncReport | null;
       try {
         report = await this.timed('reconcile', this.syncBoundMs, () => this.mounter.reconcile({ force }));
       } finally {
         this.#interleaving = undefined;
+        this.#afterAnswer = undefined;
       }
+      for (const ops of this.#passOps.values()) {
+        if (ops.has('listVersions')) coverage[ops.has('list') ? 'passesFeedThenListing' : 'passesByFeedAlone']++;
+      }
+      if (report) this.checkCadence(report);
       this.lastReport = report ?? this.lastReport;
       if (report) countPass(report);
       this.oracle.endReconcile(report, force, this.trees());
@@ -334,7 +388,14 @@ export class Case implements RequestObserver {
       const before = this.trees();
       this.oracle.beginPass(outcome === 'completed' ? 'finalize_completed' : 'finalize_aborted', before);
       const warningsBefore = this.logger.unpushedWarnings.length;
+      this.#passOps.clear();
       const report: FinalizeReport = await this.timed('finalize', this.finalizeBoundMs, () => this.mounter.finalize({ outcome }));
+      // F3: the final sync always lists the store in full, whatever the feed could say.
+      for (const s of report.sync?.stores ?? []) {
+        if (s.status === 'synced' && !this.#passOps.get(s.memoryStoreId)?.has('list')) {
+          this.oracle.violate(`F3: finalize's final sync over ${s.memoryStoreId} did not list the store in full`);
+        }
+      }
       if (report.sync) countPass(report.sync);
       countPass(report.flush);
       coverage.finalizes++;
@@ -366,7 +427,7 @@ export class Case implements RequestObserver {
     if (this.oracle.crashed) await this.recover();
     await this.step('quiesce: faults drained, latency 0', async () => {
       this.fake.latencyMs = 0;
-      await this.faults.drain();
+      await this.drainFaults();
     });
     await this.reconcile(true);
     await this.reconcile(true);
@@ -441,7 +502,7 @@ export class Case implements RequestObserver {
         // 20 ms cannot finish anything).
         coverage.recoverRetries++;
         this.fake.latencyMs = 0;
-        await this.faults.drain();
+        await this.drainFaults();
         report = await this.runRecover(Math.max(this.scenario.finalSyncTimeoutSeconds, RECOVER_RETRY_BOUND_S));
         if (report.timedOut) this.oracle.violate(`R2: recover, with no fault, did not finish within ${RECOVER_RETRY_BOUND_S} s`);
       }
@@ -468,7 +529,7 @@ export class Case implements RequestObserver {
         if ((err as { code?: unknown }).code !== 'download_failed') throw err;
         coverage.restartsRetried++;
         this.fake.latencyMs = 0;
-        await this.faults.drain();
+        await this.drainFaults();
         await this.startWorker().catch((again: unknown) => {
           this.oracle.violate(`R2: the restart after recovery was refused: ${again instanceof Error ? again.message : String(again)}`);
         });
@@ -476,8 +537,45 @@ export class Case implements RequestObserver {
     });
   }
 
+  /**
+   * F2: a full listing at least every `fullListingEvery` passes and every `fullListingInterval`
+   * seconds (model clock). Counted leniently: a pass counts as reading the feed alone only when
+   * it ran to the end (status synced) without sending any listing; any listing sent resets.
+   */
+  private checkCadence(report: SyncReport): void {
+    const feed = this.scenario.feed;
+    if (!feed) return;
+    for (const s of report.stores) {
+      const cadence = this.#cadence.get(s.memoryStoreId);
+      const ops = this.#passOps.get(s.memoryStoreId);
+      if (!cadence || !ops) continue;
+      if (ops.has('list')) {
+        cadence.feedPasses = 0;
+        cadence.listedAt = this.clock.now;
+        continue;
+      }
+      if (!ops.has('listVersions') || s.status !== 'synced') continue;
+      cadence.feedPasses++;
+      if (cadence.feedPasses >= feed.fullListingEvery) {
+        this.oracle.violate(`F2: ${cadence.feedPasses} passes over ${s.memoryStoreId} read the feed alone; fullListingEvery is ${feed.fullListingEvery}`);
+      }
+      const sinceMs = this.clock.now - cadence.listedAt;
+      if (sinceMs >= feed.fullListingInterval * 1000) {
+        this.oracle.violate(`F2: a pass over ${s.memoryStoreId} read the feed alone ${sinceMs / 1000} s after its last full listing; fullListingInterval is ${feed.fullListingInterval} s`);
+      }
+    }
+  }
+
+  /** Every fault still queued is spent or called off: the store's, the feed's, the folder listings'. */
+  private async drainFaults(): Promise<void> {
+    this.feedFaults.drain();
+    await this.faults.drain();
+  }
+
   private async runRecover(finalSyncTimeout = this.scenario.finalSyncTimeoutSeconds): Promise<RecoveryReport> {
     coverage.recoveries++;
+    // recover is a session of its own: the feed may be asked again.
+    this.#feedRefused.clear();
     this.oracle.beginRecover(this.trees());
     const report = await this.timed('recover', finalSyncTimeout * 1000 + FINALIZE_SLACK_MS, () =>
       MemoryMounter.recover({
@@ -517,6 +615,7 @@ export class Case implements RequestObserver {
   }
 
   async close(): Promise<void> {
+    if (this.#usedFeed) coverage.casesUsingFeed++;
     await this.disk.dispose();
   }
 
@@ -524,6 +623,15 @@ export class Case implements RequestObserver {
 
   beforeRequest(request: OutgoingRequest): void {
     this.oracle.checkRequest(request);
+    if (request.op === 'listVersions') {
+      coverage.feedReads++;
+      this.#usedFeed = true;
+      // 401/403/404 (and 400): full listings for the rest of the session (issue 9).
+      if (this.#feedRefused.has(request.storeId)) this.oracle.violate(`F1: a feed read of ${request.storeId} after the feed refused this session`);
+    }
+    let ops = this.#passOps.get(request.storeId);
+    if (!ops) this.#passOps.set(request.storeId, (ops = new Set()));
+    ops.add(request.op);
     const crash = this.#crashAt;
     if (crash && request.op === crash.op && ++crash.seen === crash.nth) {
       this.#crashAt = undefined;
@@ -536,8 +644,19 @@ export class Case implements RequestObserver {
     const plan = this.#interleaving;
     if (!plan || request.op !== plan.op || request.storeId !== this.spec(plan.store).id) return;
     if (++plan.seen !== plan.nth) return;
-    const path = request.op === 'list' ? plan.listPath : request.path;
+    const reading = request.op === 'list' || request.op === 'listVersions';
+    const path = reading ? plan.listPath : request.path;
     if (path === undefined) return;
+    if (plan.who === 'remote') {
+      const act = () => {
+        coverage.remoteActionsDuringReads++;
+        this.remoteAct(plan.store, (id) => void this.fake.writeMemory(id, path, `${this.token('remote')}\n`));
+      };
+      // A feed read: once the store has answered, so the version is not in it. Anything else: now.
+      if (request.op === 'listVersions') this.#afterAnswer = { request, act };
+      else act();
+      return;
+    }
     const root = this.spec(plan.store).root;
     const before = entryTree(this.disk, root, path);
     const done = plan.act === 'write' ? this.agent.write(root, path, 'text', this.token('agent')) : this.agent.delete(root, path);
@@ -555,6 +674,37 @@ export class Case implements RequestObserver {
     if (key && spurious && request.path !== undefined && request.previousContent !== undefined) {
       this.oracle.noteRemoteChange(key, new Map(), new Map([[request.path, sha256(request.previousContent)]]));
     }
+  }
+
+  answered(request: OutgoingRequest): void {
+    const pending = this.#afterAnswer;
+    if (pending?.request !== request) return;
+    this.#afterAnswer = undefined;
+    pending.act();
+  }
+
+  feedFault(_request: OutgoingRequest): FeedFault | undefined {
+    const fault = this.feedFaults.nextFeed();
+    if (fault) coverage.feedFaultsPlayed++;
+    return fault;
+  }
+
+  folderFault(_request: OutgoingRequest): FolderFault | undefined {
+    const fault = this.feedFaults.nextFolder();
+    if (fault) coverage.folderFaultsPlayed++;
+    return fault;
+  }
+
+  serverNow(): number {
+    return this.serverClock.now();
+  }
+
+  /** The other writer's act on one store, outside a step of its own (during a read): the oracle is told. */
+  private remoteAct(key: StoreKey, action: (storeId: string) => void): void {
+    const id = this.spec(key).id;
+    const before = storeShas(this.fake, id);
+    action(id);
+    this.oracle.noteRemoteChange(key, before, storeShas(this.fake, id));
   }
 
   intercept(request: OutgoingRequest): Interception | undefined {
@@ -611,5 +761,6 @@ function entryTree(disk: HostDisk, root: string, path: string): Tree {
 }
 
 function describeInterleaving(i: Interleaving): string {
-  return `(${i.act} ${i.op === 'list' ? i.listPath : 'its path'}) at ${i.op} #${i.nth} to ${i.store}`;
+  if (i.who === 'remote') return `(the other writer writes ${i.listPath}) at ${i.op} #${i.nth} to ${i.store}`;
+  return `(${i.act} ${i.op === 'list' || i.op === 'listVersions' ? i.listPath : 'its path'}) at ${i.op} #${i.nth} to ${i.store}`;
 }

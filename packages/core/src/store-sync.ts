@@ -119,6 +119,7 @@ export class StoreSync {
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
     // wiped folder must never read as the agent's deletions if the listing fails part-way.
+    const before = new Map(this.state.baseline);
     this.state.baseline.clear();
     this.state.missingSince.clear();
     this.state.scanCache.clear();
@@ -165,6 +166,7 @@ export class StoreSync {
     const events = this.deps.events && progressOnly(this.deps.events);
     const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
+    this.keepAgreedBaseline(before, remote, outcomes);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -343,6 +345,27 @@ export class StoreSync {
       if (notice.refused) events?.refused({ path: notice.fields.path, code: notice.refused.code, reason: notice.refused.reason });
     }
     return settled.report;
+  }
+
+  /**
+   * A re-download writes only where nothing is; a file the agent made meanwhile at a memory's
+   * place is left (`taken`, `changed_during_sync`). Where the store still holds exactly what
+   * the baseline before the wipe said both sides agreed on, that file is the agent's edit of
+   * the memory it had: the baseline keeps that entry, so the next pass pushes the file instead
+   * of meeting it as a "both created" conflict that the engine's own earlier push would win.
+   * Only for files that stand there now: a wiped path never regains its entry, so the wipe
+   * still never reads as deletions.
+   */
+  private keepAgreedBaseline(before: ReadonlyMap<string, string>, remote: ReadonlyMap<string, RemoteEntry>, outcomes: readonly Outcome[]): void {
+    if (before.size === 0) return;
+    for (const { action, result } of outcomes) {
+      if (action.type !== 'pull' || result.kind !== 'skipped') continue;
+      if (result.code !== 'taken' && result.code !== 'changed_during_sync') continue;
+      const agreed = before.get(action.path);
+      if (agreed !== undefined && remote.get(action.path)?.sha === agreed && !this.state.baseline.has(action.path)) {
+        this.state.baseline.set(action.path, agreed);
+      }
+    }
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {

@@ -438,21 +438,20 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
     ),
   );
 
-  // B13 (open), seed 20261208 run 1253, a feed-off case; the same on the engine before these
-  // changes (ceeac95). The folder is removed; the forced pass re-creates it and re-downloads; the
-  // agent writes /b.md while the download lists. The engine reports a conflict at /b.md and the
-  // store's side — its own earlier push — replaces the agent's new file (I2). Not fixed here.
-  it.fails(
-    'B13: an agent write during the re-download of a removed folder is overwritten by the engine\'s own earlier push',
-    failsWith(
-      /I2: a conflict at \/b\.md in memstore_rw overwrote the agent's write/,
-      replay({ disk: 'memfs', requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 }, [
-        new AgentWrite('rw', '/b.md'),
-        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
-        new WipeFolder('rw', 'remove_folder'),
-        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/b.md' }),
-      ]),
-    ),
+  // B13, seed 20261208 run 1253 (a feed-off case). The folder is removed; the forced pass
+  // re-creates it and re-downloads; the agent writes /b.md while the download lists. The download
+  // leaves the agent's file (it writes only where nothing is), but it had forgotten the baseline,
+  // so the next pass met the file and the store's copy — the engine's own earlier push — as
+  // "both created" and the store won (I2). Fixed: the re-download keeps the baseline's entry for
+  // such a file where the store still holds what that entry says, and the file is pushed.
+  it(
+    'B13: an agent write during the re-download of a removed folder is pushed, not overwritten by the engine\'s own earlier push',
+    replay({ disk: 'memfs', requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 }, [
+      new AgentWrite('rw', '/b.md'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+      new WipeFolder('rw', 'remove_folder'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/b.md' }),
+    ]),
   );
 
   // B11, seed 98765 run 2047 (a feed-off case): every memory of the folder renamed into another

@@ -69,6 +69,10 @@ function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
       return pull(ctx, action);
     case 'push':
       return push(ctx, action);
+    case 'rename_local':
+      return renameLocal(ctx, action);
+    case 'rename_remote':
+      return renameRemote(ctx, action);
     case 'delete_local':
       return deleteLocal(ctx, action);
     case 'delete_remote':
@@ -201,6 +205,71 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
   ctx.state.refused.delete(path);
   ctx.report.pushed.push(path);
   ctx.events?.pushed({ path, sha: action.localSha });
+}
+
+/**
+ * Follows the store's rename on disk: the file moves, nothing is transferred. Then an edit made
+ * on either side is settled at the new path (`then`): a local edit goes to the renamed memory by
+ * id, never re-created at the old path.
+ */
+async function renameLocal(ctx: ApplyContext, action: Extract<Action, { type: 'rename_local' }>): Promise<void> {
+  const { from, path } = action;
+  const now = await ctx.folder.read(from);
+  if (now.kind !== 'file' || now.sha !== action.expectLocal) return skip(ctx, from, 'changed on disk during the sync; left for the next pass');
+  try {
+    await ctx.folder.move(from, path, now.stat);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skip(ctx, path, `not moved from ${from}: ${err.message}`);
+    throw err;
+  }
+  ctx.state.baseline.delete(from);
+  ctx.state.baseline.set(path, action.baseSha);
+  ctx.state.refused.delete(from);
+  ctx.report.renamed.push({ from, to: path, side: 'local' });
+  ctx.logger.info('renamed on disk: the memory was renamed in the store', { path, from });
+  // The edit on either side, settled at the new path; its failure is recorded under its own type.
+  if (action.then) {
+    try {
+      await applyAction(ctx, action.then);
+    } catch (err) {
+      recordFailure(ctx, action.then, err);
+    }
+  }
+}
+
+/**
+ * Follows the agent's rename in the store: the memory's path is updated (same id, same history),
+ * guarded by the content both paths hold. Any failure leaves the baseline as it was, so the next
+ * pass judges both paths again: a memory that changed or went meanwhile no longer reads as a
+ * rename, and the rows (restore, create) lose nothing.
+ */
+async function renameRemote(ctx: ApplyContext, action: Extract<Action, { type: 'rename_remote' }>): Promise<void> {
+  const { from, path, sha } = action;
+  const now = await ctx.folder.read(path);
+  if (now.kind !== 'file' || now.sha !== sha) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  const back = await ctx.folder.stat(from).catch((err: unknown) => {
+    if (err instanceof FolderRefusal) return err;
+    throw err;
+  });
+  if (back !== null) return skip(ctx, from, 'reappeared before its memory was renamed; left for the next pass');
+  let written: StoreMemory;
+  try {
+    written = await storeCall(ctx.client.update(ctx.memoryStoreId, action.memoryId, { path, expected_content_sha256: sha }, { signal: ctx.signal }));
+  } catch (err) {
+    const storeError = asStoreError(err);
+    // Unknown outcome: a memory at `path` holding `sha` next pass is this rename.
+    if (storeError.kind === 'unavailable') ctx.state.unknownWrites.set(path, sha);
+    if (storeError.kind === 'not_found') ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
+    throw storeError;
+  }
+  ctx.onRemote?.({ kind: 'memory', memory: written });
+  ctx.state.baseline.delete(from);
+  ctx.state.baseline.set(path, sha);
+  ctx.state.missingSince.delete(from);
+  ctx.state.unknownWrites.delete(path);
+  ctx.state.refused.delete(path);
+  ctx.report.renamed.push({ from, to: path, side: 'remote' });
+  ctx.logger.info('renamed in the store: the file was renamed locally', { path, from });
 }
 
 /**

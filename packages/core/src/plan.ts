@@ -1,5 +1,6 @@
 import type { LocalFile } from './scan.js';
 import { ancestorPaths } from './memory-path.js';
+import { detectRenames } from './renames.js';
 import type { Access, DeletionMode } from './types.js';
 
 /**
@@ -25,6 +26,12 @@ export interface PlanInput {
   pushOnly: boolean;
   /** path -> sha both sides agreed on after the last successful transfer. */
   baseline: ReadonlyMap<string, string>;
+  /**
+   * path -> id of the memory each baseline entry was agreed with, so a memory the store renamed
+   * is followed rather than re-downloaded (renames.ts). Absent or partial: those paths are
+   * judged by the rows alone.
+   */
+  baselineIds?: ReadonlyMap<string, string>;
   localFiles: ReadonlyMap<string, LocalFile>;
   /** Wire paths the scan could not see into (symlinks, special files, unreadable folders). */
   localBlocked: ReadonlyMap<string, string>;
@@ -50,6 +57,24 @@ export type Action =
   | { type: 'adopt'; path: string; sha: string }
   /** Send the file. With `memoryId`, an update guarded by `expectedRemoteSha`; without, a create. */
   | { type: 'push'; path: string; localSha: string; memoryId?: string; expectedRemoteSha?: string; reason: PushReason }
+  /**
+   * The store renamed this memory from `from` to `path`: the file moves on disk (if it still is
+   * `expectLocal`), no content transferred; the baseline's `baseSha` moves with it. An edit made
+   * on either side meanwhile is then settled at the new path by `then` (a local edit is pushed to
+   * the same memory, by id), as the table would settle it there.
+   */
+  | {
+      type: 'rename_local';
+      path: string;
+      from: string;
+      memoryId: string;
+      expectLocal: string;
+      baseSha: string;
+      /** What the table says at the new path once the file is there (an edit on either side); run only after the move. */
+      then?: Action;
+    }
+  /** The agent renamed `from` to `path` (same content `sha`): the memory's path is updated, guarded by `sha`. */
+  | { type: 'rename_remote'; path: string; from: string; memoryId: string; sha: string }
   /** Remove the local file, if it still is `expectLocal`. */
   | { type: 'delete_local'; path: string; expectLocal: string }
   /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
@@ -130,17 +155,18 @@ export function planStore(input: PlanInput): Plan {
   const readWrite = access === 'read_write';
 
   // Pushing a path: the one place that decides whether content may go out.
-  const push = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry): void => {
-    if (local.unpushable || refused.get(path) === local.sha) {
+  // `refusedAs`: the path whose refusal record applies (the file's old path, for a rename).
+  const pushAction = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry, refusedAs = path): Action => {
+    if (local.unpushable || refused.get(refusedAs) === local.sha) {
       const why = local.unpushable ?? 'refused by the store';
-      actions.push({ type: 'refuse', path, localSha: local.sha, reason: why, firstTime: refused.get(path) !== local.sha });
-      return;
+      return { type: 'refuse', path, localSha: local.sha, reason: why, firstTime: refused.get(refusedAs) !== local.sha };
     }
-    actions.push(
-      target
-        ? { type: 'push', path, localSha: local.sha, memoryId: target.id, expectedRemoteSha: target.sha, reason }
-        : { type: 'push', path, localSha: local.sha, reason },
-    );
+    return target
+      ? { type: 'push', path, localSha: local.sha, memoryId: target.id, expectedRemoteSha: target.sha, reason }
+      : { type: 'push', path, localSha: local.sha, reason };
+  };
+  const push = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry): void => {
+    actions.push(pushAction(path, local, reason, target));
   };
   const pull = (path: string, r: RemoteEntry, l: Sha, reason: PullReason): void => {
     if (!pushOnly) actions.push({ type: 'pull', path, memoryId: r.id, remoteSha: r.sha, expectLocal: l ?? null, reason });
@@ -149,7 +175,63 @@ export function planStore(input: PlanInput): Plan {
     if (!pushOnly) actions.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
 
+  // Renames first: the paths they claim are not judged again by the rows below.
+  const renames = detectRenames({
+    baseline,
+    baselineIds: input.baselineIds ?? new Map(),
+    localFiles,
+    blocked: (path) => blockedReason(path, input.localBlocked),
+    remote,
+    readWrite,
+    refused,
+  });
+  const claimed = new Set<string>();
+  for (const r of renames.remote) {
+    claimed.add(r.from).add(r.to);
+    const local = localFiles.get(r.from)!;
+    const target: RemoteEntry = { id: r.memoryId, sha: r.remoteSha };
+    const row = classify(r.baseSha, local.sha, r.remoteSha);
+    if (pushOnly) {
+      // A flush moves nothing on disk; a local edit still goes to the memory where it now is.
+      if (row === 'local_changed' && readWrite) actions.push(pushAction(r.from, local, 'local_changed', target));
+      else if (row === 'both_changed_differ') actions.push({ type: 'note_conflict', path: r.from });
+      continue;
+    }
+    // The row the new path is in once the file is there: B moves with the file.
+    let then: Action | undefined;
+    switch (row) {
+      case 'local_changed':
+        then = readWrite ? pushAction(r.to, local, 'local_changed', target, r.from) : { type: 'keep_local', path: r.to, localSha: local.sha, warn: false };
+        break;
+      case 'remote_changed':
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed' };
+        break;
+      case 'both_changed_same':
+        then = { type: 'adopt', path: r.to, sha: local.sha };
+        break;
+      case 'both_changed_differ':
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict' };
+        break;
+      default:
+        break;
+    }
+    actions.push({
+      type: 'rename_local',
+      path: r.to,
+      from: r.from,
+      memoryId: r.memoryId,
+      expectLocal: local.sha,
+      baseSha: r.baseSha,
+      ...(then && { then }),
+    });
+  }
+  for (const r of renames.local) {
+    claimed.add(r.from).add(r.to);
+    actions.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
+  }
+
   for (const path of allPaths(baseline, localFiles, remote)) {
+    if (claimed.has(path)) continue;
     const blockedBy = blockedReason(path, input.localBlocked);
     if (blockedBy) {
       // The scan could not see this path: absent is not known to mean deleted. Hands off.

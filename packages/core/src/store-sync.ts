@@ -6,6 +6,7 @@ import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
 import { planStore, settleUnknownWrites } from './plan.js';
+import { baselineIdsAfter } from './renames.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type RemoteReadMode } from './remote-view.js';
@@ -116,6 +117,7 @@ export class StoreSync {
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
     // wiped folder must never read as the agent's deletions if the listing fails part-way.
     this.state.baseline.clear();
+    this.state.baselineIds.clear();
     this.state.missingSince.clear();
     this.state.scanCache.clear();
     this.#remote.forget();
@@ -165,6 +167,7 @@ export class StoreSync {
             throw err;
           }
           this.state.baseline.set(path, memory.content_sha256);
+          this.state.baselineIds.set(path, memory.id);
           written.push(path);
         }).finally(progress),
       ),
@@ -179,8 +182,14 @@ export class StoreSync {
    * baseline it agreed on with the store, and the writes it may have sent without learning
    * their outcome. Instead of a download, which would make the baseline the store's.
    */
-  async resume(recorded: { baseline: ReadonlyMap<string, string>; unknownWrites: ReadonlyMap<string, string> }): Promise<void> {
+  async resume(recorded: {
+    baseline: ReadonlyMap<string, string>;
+    unknownWrites: ReadonlyMap<string, string>;
+    /** path -> memory id the record kept (older records may lack some): renames are followed for those. */
+    memoryIds?: ReadonlyMap<string, string>;
+  }): Promise<void> {
     this.state.baseline = new Map(recorded.baseline);
+    this.state.baselineIds = new Map([...(recorded.memoryIds ?? [])].filter(([path]) => recorded.baseline.has(path)));
     this.state.unknownWrites = new Map(recorded.unknownWrites);
     this.state.missingSince.clear();
     this.state.scanCache.clear();
@@ -283,6 +292,7 @@ export class StoreSync {
       // The host clock, as file mtimes are: `now` may be a test's clock.
       settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
       baseline: state.baseline,
+      baselineIds: state.baselineIds,
       localFiles: snapshot.files,
       localBlocked: snapshot.blocked,
       remote,
@@ -309,6 +319,9 @@ export class StoreSync {
       },
       plan.actions,
     );
+    // What the store holds now (the listing, plus this pass's own writes and fetches) names the
+    // memory behind each baseline path, for the next pass's rename detection.
+    state.baselineIds = baselineIdsAfter(state.baseline, state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
   }
 
   private keepScan(snapshot: LocalSnapshot): void {
@@ -359,6 +372,7 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
     pushed: [],
     deletedLocal: [],
     deletedRemote: [],
+    renamed: [],
     conflicts: [],
     refused: [],
     pendingDeletions: [],

@@ -61,6 +61,7 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     pushed: [],
     deletedLocal: [],
     deletedRemote: [],
+    renamed: [],
     conflicts: [],
     refused: [],
     pendingDeletions: [],

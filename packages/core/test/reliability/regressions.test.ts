@@ -4,6 +4,7 @@ import {
   AgentDelete,
   AgentRemoveDir,
   AgentEdit,
+  AgentLinkOutside,
   Crash,
   CrashDuringPass,
   AgentRenameDir,

@@ -273,11 +273,17 @@ export class StoreFolder {
             throw new FolderRefusal('taken', toWire, there.type === 'symlink' ? 'is a symlink' : 'already exists');
           }
           await this.fs.rename(source, target);
-          await this.#verify(from.dir, fromWire);
-          await this.#verify(to.dir, toWire);
           const after = await this.fs.lstat(target);
-          if (after === null || after.dev !== expect.dev || after.ino !== expect.ino) {
-            throw new FolderRefusal('swapped', toWire, 'is not the file that was moved there');
+          const moved = after !== null && after.type === 'file' && after.dev === expect.dev && after.ino === expect.ino;
+          let verified = moved;
+          if (moved && !from.dir.pinned) verified = await this.#identical(from.dir);
+          if (moved && !to.dir.pinned) verified &&= await this.#identical(to.dir);
+          if (!verified) {
+            // Something else was moved (an entry swapped in at the last moment), or an unpinned
+            // folder was replaced around the rename: put back whatever went, by the same names,
+            // so nothing stays moved that was not planned for. Best effort; refused either way.
+            await this.fs.rename(target, source).catch(() => {});
+            throw new FolderRefusal('swapped', toWire, 'changed during the move; put back');
           }
           // A held folder the agent removed meanwhile still takes the entry, which then has no name.
           if (to.dir.pinned && (await this.fs.lstat(`${to.dir.path}/.`))?.nlink === 0) {
@@ -598,6 +604,12 @@ export class StoreFolder {
       if (code === 'ENOTDIR') throw new FolderRefusal('not_regular', wireDir, 'is not a folder');
       throw err;
     }
+  }
+
+  /** The name of an unpinned handle still reaches the folder that was opened. */
+  async #identical(dir: DirHandle): Promise<boolean> {
+    const now = await this.fs.lstat(dir.path);
+    return now?.type === 'directory' && now.dev === dir.dev && now.ino === dir.ino;
   }
 
   /** For an unpinned handle: the name still reaches the folder that was opened, or refuse. */

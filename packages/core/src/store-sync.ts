@@ -228,7 +228,7 @@ export class StoreSync {
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
     const expectedOnDisk = [...state.baseline.keys()].filter((path) => !state.missingSince.has(path));
-    const verdict = assessFolder(snapshot, new Set(expectedOnDisk));
+    const verdict = assessFolder(snapshot, new Set(expectedOnDisk), new Set(expectedOnDisk.map((path) => state.baseline.get(path)!)));
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;

@@ -214,19 +214,31 @@ async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>
  */
 async function renameLocal(ctx: ApplyContext, action: Extract<Action, { type: 'rename_local' }>): Promise<void> {
   const { from, path } = action;
-  const now = await ctx.folder.read(from);
-  if (now.kind !== 'file' || now.sha !== action.expectLocal) return skip(ctx, from, 'changed on disk during the sync; left for the next pass');
-  try {
-    await ctx.folder.move(from, path, now.stat);
-  } catch (err) {
-    if (err instanceof FolderRefusal) return skip(ctx, path, `not moved from ${from}: ${err.message}`);
-    throw err;
+  if (action.alreadyMoved) {
+    // Moved alike on both sides: the file must still be at `path` and gone from `from`.
+    const there = await ctx.folder.read(path);
+    const back = await ctx.folder.stat(from).catch((err: unknown) => {
+      if (err instanceof FolderRefusal) return err;
+      throw err;
+    });
+    if (there.kind !== 'file' || there.sha !== action.expectLocal || back !== null) {
+      return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+    }
+  } else {
+    const now = await ctx.folder.read(from);
+    if (now.kind !== 'file' || now.sha !== action.expectLocal) return skip(ctx, from, 'changed on disk during the sync; left for the next pass');
+    try {
+      await ctx.folder.move(from, path, now.stat);
+    } catch (err) {
+      if (err instanceof FolderRefusal) return skip(ctx, path, `not moved from ${from}: ${err.message}`);
+      throw err;
+    }
   }
   ctx.state.baseline.delete(from);
   ctx.state.baseline.set(path, action.baseSha);
   ctx.state.refused.delete(from);
   ctx.report.renamed.push({ from, to: path, side: 'local' });
-  ctx.logger.info('renamed on disk: the memory was renamed in the store', { path, from });
+  ctx.logger.info(action.alreadyMoved ? 'renamed alike on disk and in the store' : 'renamed on disk: the memory was renamed in the store', { path, from });
   // The edit on either side, settled at the new path; its failure is recorded under its own type.
   if (action.then) {
     try {

@@ -70,6 +70,8 @@ export type Action =
       memoryId: string;
       expectLocal: string;
       baseSha: string;
+      /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
+      alreadyMoved?: true;
       /** What the table says at the new path once the file is there (an edit on either side); run only after the move. */
       then?: Action;
     }
@@ -188,13 +190,15 @@ export function planStore(input: PlanInput): Plan {
   const claimed = new Set<string>();
   for (const r of renames.remote) {
     claimed.add(r.from).add(r.to);
-    const local = localFiles.get(r.from)!;
+    // The file as scanned: still at `from`, or already at `to`.
+    const local = localFiles.get(r.alreadyMoved ? r.to : r.from)!;
+    const where = r.alreadyMoved ? r.to : r.from;
     const target: RemoteEntry = { id: r.memoryId, sha: r.remoteSha };
     const row = classify(r.baseSha, local.sha, r.remoteSha);
     if (pushOnly) {
       // A flush moves nothing on disk; a local edit still goes to the memory where it now is.
-      if (row === 'local_changed' && readWrite) actions.push(pushAction(r.from, local, 'local_changed', target));
-      else if (row === 'both_changed_differ') actions.push({ type: 'note_conflict', path: r.from });
+      if (row === 'local_changed' && readWrite) actions.push(pushAction(where, local, 'local_changed', target, r.from));
+      else if (row === 'both_changed_differ') actions.push({ type: 'note_conflict', path: where });
       continue;
     }
     // The row the new path is in once the file is there: B moves with the file.
@@ -222,6 +226,7 @@ export function planStore(input: PlanInput): Plan {
       memoryId: r.memoryId,
       expectLocal: local.sha,
       baseSha: r.baseSha,
+      ...(r.alreadyMoved && { alreadyMoved: true as const }),
       ...(then && { then }),
     });
   }

@@ -43,7 +43,7 @@ export interface RenameInput {
   refused: ReadonlyMap<string, string>;
 }
 
-/** The store renamed a memory: the file follows on disk. */
+/** The store renamed a memory: the file follows on disk (or is already there). */
 export interface RemoteRename {
   from: string;
   to: string;
@@ -54,6 +54,11 @@ export interface RemoteRename {
   localSha: string;
   /** The memory's sha at `to`. */
   remoteSha: string;
+  /**
+   * The file is already at `to` and gone from `from` (the agent made the same move, or a pass
+   * that moved it was killed before its state was recorded): only the baseline follows.
+   */
+  alreadyMoved?: true;
 }
 
 /** The agent renamed a file: the memory follows in the store. */
@@ -104,12 +109,18 @@ function remoteRenames(input: RenameInput): RemoteRename[] {
     if (remote.has(from)) continue;
     // `to` had a baseline of its own (a memory that moved away or was deleted): conservative.
     if (baseline.has(to)) continue;
+    if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
     const local = localFiles.get(from);
-    // The agent deleted the file meanwhile: the rows restore it at its new name (nothing lost).
-    if (local === undefined) continue;
+    if (local === undefined) {
+      // Moved alike on both sides: the baseline follows, and the rows judge the file at `to`
+      // against it (an edit made with the move is then a local change, not a conflict).
+      const there = localFiles.get(to);
+      if (there !== undefined) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
+      // Otherwise the agent deleted the file meanwhile: the rows restore it at its new name.
+      continue;
+    }
     // The name is taken on disk (a file, or a folder of files), or a folder on its way is a file.
     if (localFiles.has(to) || isLocalFolder(to) || ancestorPaths(to).some((folder) => localFiles.has(folder))) continue;
-    if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
     found.push({ from, to, memoryId, baseSha, localSha: local.sha, remoteSha: remote.get(to)!.sha });
   }
   return found;

@@ -96,6 +96,24 @@ describe('remote rename: the file follows on disk, no transfer', () => {
     });
   });
 
+  it('remote_renamed_alike: the file is already at the new name (the agent made the same move): the baseline follows', () => {
+    const w: World = { ...remoteRenamed('B', 'B'), local: { '/b.md': 'L' } };
+    expect(rw(w).actions).toEqual([
+      {
+        type: 'rename_local',
+        path: '/b.md',
+        from: '/a.md',
+        memoryId: X,
+        expectLocal: 'L',
+        baseSha: 'B',
+        alreadyMoved: true,
+        // An edit made with the move is a local change of the memory, not a conflict.
+        then: { type: 'push', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' },
+      },
+    ]);
+    expect(flush(w).actions).toEqual([{ type: 'push', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' }]);
+  });
+
   it('push-only flush: nothing moves; a local edit goes to the memory by id, a conflict is named', () => {
     expect(flush(remoteRenamed('B', 'B')).actions).toEqual([]);
     expect(flush(remoteRenamed('L', 'B')).actions).toEqual([

@@ -22,6 +22,8 @@ export interface OutgoingRequest {
   content?: string;
   /** The precondition sent with an update or a delete. */
   expectedSha?: string;
+  /** The path an update moves the memory to (a rename), when it gives one. */
+  newPath?: string;
   /** What the memory held before the request (get/update/delete of an existing memory). */
   previousContent?: string;
 }
@@ -85,7 +87,14 @@ export class ObservedStoreClient implements StoreClient {
     input: { content?: string; path?: string; expected_content_sha256?: string },
     opts: { signal?: AbortSignal } = {},
   ): Promise<StoreMemory> {
-    const request = this.resolve({ op: 'update', storeId, memoryId, content: input.content, expectedSha: input.expected_content_sha256 });
+    const request = this.resolve({
+      op: 'update',
+      storeId,
+      memoryId,
+      content: input.content,
+      expectedSha: input.expected_content_sha256,
+      ...(input.path !== undefined && { newPath: input.path }),
+    });
     return this.send(request, () => this.fake.update(storeId, memoryId, input, opts));
   }
 

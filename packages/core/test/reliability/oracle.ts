@@ -35,6 +35,9 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     being reported (refused, skipped, pending deletion); a read-only folder differs only by
  *     the agent's own edits (reported refused) and deletions;
  *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed;
+ *  I9 a memory is renamed (an update of its path) only with a precondition, never onto the
+ *     marker or a temp file's name, and only to a path where the folder held the content the
+ *     memory holds: the store follows the agent's rename, it never invents one;
  *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
  *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
  *     store does;
@@ -243,12 +246,41 @@ export class Oracle {
     if (path === `/${MARKER_FILE}` || isTempFileName(segments.at(-1) ?? '')) {
       this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
     }
+    if (request.newPath !== undefined) this.checkRename(store, request, request.newPath);
     if (request.content === undefined) return;
     if (request.path !== undefined) addTo(store.enginePushed, request.path, sha256(request.content));
     if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
-    if (!store.seen.get(path)?.has(sha256(request.content))) {
+    const sha = sha256(request.content);
+    // The folder holding it there right now counts too: the engine itself may have moved the
+    // file there during this pass (following a rename in the store) before pushing its edit.
+    if (!store.seen.get(path)?.has(sha) && !this.holdsNow(store, path, sha)) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
     }
+  }
+
+  /**
+   * I9: a memory is renamed only to follow the agent's own rename: with a precondition, to a
+   * path that is no marker or temp file, where the folder held exactly the content the memory
+   * holds (so the memory keeps its content and only its path follows the file).
+   */
+  private checkRename(store: StoreModel, request: OutgoingRequest, to: string): void {
+    const where = `I9: rename of ${request.path ?? request.memoryId} to ${to} in ${store.spec.id}`;
+    if (to === `/${MARKER_FILE}` || isTempFileName(to.split('/').at(-1) ?? '')) this.violate(`${where}: the marker or a temp file's name`);
+    if (request.content !== undefined) this.violate(`${where} carries content too`);
+    if (request.expectedSha === undefined) return this.violate(`${where} without expected_content_sha256`);
+    if (!store.seen.get(to)?.has(request.expectedSha)) this.violate(`${where}: the folder never held the memory's content at the new path`);
+  }
+
+  /** The folder holds `sha` at `path` at this moment (read now, not through a link on the way). */
+  private holdsNow(store: StoreModel, path: string, sha: string): boolean {
+    const folders = path.split('/').slice(1, -1);
+    const root = store.spec.root;
+    if (folders.some((_, i) => this.view.kindOf(posix.join(root, ...folders.slice(0, i + 1))) !== 'directory')) return false;
+    if (this.view.kindOf(posix.join(root, path)) !== 'file') return false;
+    const bytes = this.view.readFile(posix.join(root, path));
+    if (bytes === null || sha256(bytes) !== sha) return false;
+    store.see(path, sha);
+    return true;
   }
 
   private checkDelete(store: StoreModel, request: OutgoingRequest): void {
@@ -404,6 +436,15 @@ export class Oracle {
     const deletes = this.#deletesThisPass.get(spec.id)?.size ?? 0;
     if (memoryFiles(atScan.tree).size === 0 && store.syncedAtLastPass.size >= 2 && deletes > 0) {
       this.violate(`I1: ${deletes} remote deletes from a pass that found every memory file of ${spec.id} gone (a wipe, SPEC 4.4)`);
+    }
+    // The engine followed the store's rename on disk: a write not yet in the store moved with
+    // its file, and is judged at its new path from now on.
+    for (const { from, to, side } of r.renamed) {
+      const write = store.pending.get(from);
+      if (side !== 'local' || !write) continue;
+      store.pending.delete(from);
+      if (!store.pending.has(to)) store.pending.set(to, write);
+      store.see(to, write.sha);
     }
     // Store wins: a conflict reported by a pass that began after the write accounts for it.
     for (const path of r.conflicts) {

@@ -17,7 +17,7 @@ import type { StoreClient } from './store-client.js';
 import { StoreFolder } from './store-folder.js';
 import { emptyReport, StoreSync } from './store-sync.js';
 import type { Logger, MountedStore } from './types.js';
-import { localChanges, unpushedChanges } from './unpushed.js';
+import { localChanges, unpushedChanges, wipedFolder } from './unpushed.js';
 
 /**
  * `MemoryMounter.recover` (SPEC 6.3): finishes what a dead mounter left, from its state records.
@@ -264,10 +264,12 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       memoryIds: new Map(Object.entries(record.memory_ids)),
     });
     let settled = await passWithin(store, ctx);
-    if (settled?.status === 'skipped' && store.state.distrusted === null && store.lastScan !== null) {
+    if (settled !== null && wipedFolder(settled) && store.state.distrusted === null && store.lastScan !== null) {
       // Every file of the recorded baseline is gone (a wipe): a push-only pass will not judge
       // the folder against that baseline. Nothing is left to compare with, so what is there now
       // is new: pushed as such (a memory holding other content wins, and is named a conflict).
+      // Only then: a pass skipped for any other reason (cut off by the bound) leaves the
+      // baseline as recorded, or the engine's own earlier pushes would read as remote edits.
       await store.resume({ baseline: new Map(), unknownWrites: new Map(Object.entries(record.unsettled_writes)) });
       settled = await passWithin(store, ctx);
     }

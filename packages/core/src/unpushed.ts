@@ -109,7 +109,7 @@ function couldNotRun(flush: StoreSyncReport): boolean {
 }
 
 /** The flush found the folder wiped, emptied or gone, and does not re-download. */
-function wipedFolder(flush: StoreSyncReport): boolean {
+export function wipedFolder(flush: StoreSyncReport): boolean {
   return flush.status === 'skipped' && /does not re-download/.test(flush.reason ?? '');
 }
 

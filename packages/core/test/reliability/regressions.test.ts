@@ -129,7 +129,7 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
   // counted the retry as a ninth delete against a cap of 8. A retried delete is the same delete.
   it(
     'a delete retried after `unavailable` counts once against the per-pass cap',
-    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, bulk: true }, [
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, bulk: true }, [
       new FailNext('delete', 'unavailable'),
       new AgentWrite('rw', '/a.md'),
       new Reconcile(true),
@@ -144,7 +144,7 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
   // The retry now gets at least 2 s, as an operator would give it.
   it(
     'a recover cut off by a 20 ms bound keeps the folder; the retry with 2 s pushes the edit',
-    replay({ disk: 'node', finalSyncTimeoutSeconds: 0.02, requestTimeoutSeconds: 0.1, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 0.02, requestTimeoutSeconds: 0.1, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
       new AgentEdit('rw', '/b.md'),
       new AgentWrite('rw', '/d/e/f.md'),
       new Crash(),
@@ -159,7 +159,7 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
   // store's doing, not a false conflict (I2).
   it(
     'a memory a spurious not_found said was gone comes back as a remote one and wins its conflict',
-    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/b.md'] }, [
       new AgentEdit('rw', '/b.md'),
       new Reconcile(true),
       new FailNext('delete', 'not_found'),
@@ -176,7 +176,7 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
   // pushed the agent's edit of it (I3). The other writer now copies only what the folder holds.
   it(
     "the other writer does not copy through the agent's symlinked folder",
-    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
       new AgentLinkOutside('rw', '/g', 'dir'),
       new RemoteCopyLocal('rw', '/g/h.md'),
       new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
@@ -192,7 +192,7 @@ describe('regressions: model errors the random runs exposed (issue 13 generators
   // report; the oracle took it for a silent loss.
   it(
     'a store-wins pull made by a pass the kill cuts short',
-    replay({ disk: 'node', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/d/c.md'] }, [
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: ['/d/c.md'] }, [
       new RemoteWrite('rw', '/a.md'),
       new AgentWrite('rw', '/a.md'),
       new AgentWrite('rw', '/d/c.md'),
@@ -233,6 +233,22 @@ describe('bounded passes: calls that never answer, and outages', () => {
       new AgentEdit('rw', '/a.md'),
       new Reconcile(true),
       new Finalize('aborted'),
+    ]),
+  );
+
+  // Seed 20261202 (memfs): a file written after a recover + restart, a crash at the next pass's
+  // first listing, then an outage through the end. The restarted mounter's record must carry
+  // the agent's file so the second recover pushes it (or names it) instead of taking the
+  // engine's own earlier push for somebody else's edit.
+  it(
+    'a crash after a recover + restart: the file written since is pushed by the next recover, not overwritten',
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 0.02, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
+      new AgentWrite('rw', '/g/h.md'),
+      new Crash(),
+      new Recover(),
+      new AgentWrite('rw', '/g/h.md'),
+      new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+      new OutageCalls(8),
     ]),
   );
 

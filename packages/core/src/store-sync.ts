@@ -249,6 +249,9 @@ export class StoreSync {
           return;
         }
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
+        // What is on disk now was made since the wipe (no baseline file is left): all of it is
+        // new. Kept so that a re-download cut off before it ends still lets finalize name it.
+        this.keepScan(snapshot, new Map());
         if (snapshot.root === 'missing') {
           await this.#folder.close();
           this.#folder = await this.deps.recreateFolder();
@@ -324,8 +327,8 @@ export class StoreSync {
     state.baselineIds = baselineIdsAfter(state.baseline, state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
   }
 
-  private keepScan(snapshot: LocalSnapshot): void {
-    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(this.state.baseline) };
+  private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(baseline) };
   }
 
   /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */

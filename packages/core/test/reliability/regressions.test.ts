@@ -252,6 +252,18 @@ describe('bounded passes: calls that never answer, and outages', () => {
     ]),
   );
 
+  // Seed 20261202 (memfs), the run after B9's fix: the folder wiped while the store is out, a new
+  // file, then finalize within 1 s. The file must be pushed or named in `unpushed`.
+  it(
+    'a wiped folder with a new file, finalized during an outage: the file is named',
+    replay({ disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, bulk: true }, [
+      new OutageFor(1),
+      new WipeFolder('rw', 'files_only'),
+      new AgentWrite('rw', '/a.md'),
+      new Finalize('completed'),
+    ]),
+  );
+
   it(
     'a burst of unavailable across every op, longer than the retries fit in a pass',
     replay(bounds, [new AgentEdit('rw', '/a.md'), new AgentDelete('rw', '/b.md'), new OutageCalls(8), new Reconcile(true), new Finalize('completed')]),

@@ -65,6 +65,38 @@ const failsWith = (violation: RegExp, run: () => Promise<void>) => async () => {
 };
 
 describe('regressions: model errors the random runs exposed (the engine was right)', () => {
+  // seed 5150 (renames, issue 10 item 5): the engine moves a file edited while the store renamed
+  // and edited its memory; the store wins, and the conflict is named at the new path, where the
+  // agent's write now is. The model first looked for it at the old path.
+  it(
+    'a file edited while its memory was renamed and edited in the store: the conflict is named at the new path',
+    replay({ disk: 'memfs', seedRw: ['/d/c.md'] }, [
+      new RemoteRename('rw', '/d/c.md', '/a.md'),
+      new AgentEdit('rw', '/d/c.md'),
+      new RemoteWrite('rw', '/a.md'),
+      new Reconcile(true),
+    ]),
+  );
+
+  // seed 5150: the edit pushed to the renamed memory was uploaded from a path the model had not
+  // yet seen the file at (the engine moved it there during the pass).
+  it(
+    'a file edited while its memory was renamed: the edit goes to the renamed memory from its new path',
+    replay({ disk: 'memfs', seedRw: ['/d/c.md'] }, [new RemoteRename('rw', '/d/c.md', '/a.md'), new AgentEdit('rw', '/d/c.md'), new Reconcile(true)]),
+  );
+
+  // Renamed alike on both sides, with an edit: a local change of the one memory, pushed.
+  it(
+    'a memory renamed alike by the agent and the store, then edited: pushed, no conflict',
+    replay({ disk: 'memfs', seedRw: ['/a.md', '/b.md'] }, [
+      new AgentRenameFile('rw', '/a.md', '/g/h.md'),
+      new RemoteRename('rw', '/a.md', '/g/h.md'),
+      new AgentEdit('rw', '/g/h.md'),
+      new Reconcile(true),
+      new Finalize('completed'),
+    ]),
+  );
+
   // seed 20260502 (first generator): a wipe is "no baseline file left", not "no file at all".
   it(
     'a wiped folder with one new file is re-downloaded, and the new file survives',

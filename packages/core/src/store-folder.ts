@@ -269,7 +269,8 @@ export class StoreFolder {
               if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') throw new FolderRefusal('taken', toWire, 'is a folder that holds files');
               throw err;
             }
-          } else if (there !== null) {
+          } else if (there !== null && !(there.dev === before.dev && there.ino === before.ino)) {
+            // (The same inode under the new name: a case-only rename on a disk that ignores case.)
             throw new FolderRefusal('taken', toWire, there.type === 'symlink' ? 'is a symlink' : 'already exists');
           }
           await this.fs.rename(source, target);

@@ -89,6 +89,11 @@ describe('unpushedChanges', () => {
     }
   });
 
+  it("a flush whose rename of a memory failed: the agent's rename is named (the content is in the store at the old path)", () => {
+    const flush = flushReport({ errors: [{ path: '/b2.md', operation: 'rename_remote', kind: 'path_conflict', message: 'taken' }] });
+    expect(unpushedChanges(flush, baseline, scan)).toEqual([{ path: '/b2.md', reason: 'rename failed (path_conflict): taken' }]);
+  });
+
   it('a flush that planned: what its report says was not sent, and why', () => {
     const flush = flushReport({
       errors: [

@@ -26,7 +26,8 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     at that path, content only the engine itself ever sent there (its own earlier push taken
  *     for a remote edit would overwrite the agent's later write in the store's name);
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
- *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
+ *  I4 the marker and temp files never uploaded; an upload holds only content the folder held
+ *     at that memory's path (or at a path the memory had before the store renamed it);
  *  I5 read-only stores never receive create, update or delete;
  *  I6 a folder is distrusted only after its marker was damaged, and a distrusted folder is left
  *     exactly as found (finalize removes it only when it is empty); a re-download happens only when the folder is gone, emptied, or wiped
@@ -106,6 +107,11 @@ export class StoreModel {
   readonly remoteAuthored = new Map<string, Set<string>>();
   /** path -> every sha the engine sent to that path (create or update). */
   readonly enginePushed = new Map<string, Set<string>>();
+  /**
+   * path of an agent write -> the path of the memory the engine sent it to when that memory had
+   * been renamed in the store (the edit follows the memory): the write is saved once it is there.
+   */
+  readonly sentToRenamed = new Map<string, string>();
   /** Paths the agent deleted in a read-only folder (the engine leaves them gone). */
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
@@ -253,7 +259,13 @@ export class Oracle {
     const sha = sha256(request.content);
     // The folder holding it there right now counts too: the engine itself may have moved the
     // file there during this pass (following a rename in the store) before pushing its edit.
-    if (!store.seen.get(path)?.has(sha) && !this.holdsNow(store, path, sha)) {
+    // So does a path the memory had before the store renamed it: a flush moves nothing on disk,
+    // and sends the edit made at the old path to the memory where it now is.
+    const heldAtFormerPath = (request.formerPaths ?? []).some((p) => store.seen.get(p)?.has(sha));
+    for (const former of request.formerPaths ?? []) {
+      if (former !== path && store.pending.get(former)?.sha === sha) store.sentToRenamed.set(former, path);
+    }
+    if (!store.seen.get(path)?.has(sha) && !heldAtFormerPath && !this.holdsNow(store, path, sha)) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
     }
   }
@@ -619,7 +631,10 @@ export class Oracle {
   /** A write the store now holds is safe: it leaves the pending list. */
   private settleSaved(store: StoreModel): void {
     const remote = this.view.storeShas(store.spec.id);
-    for (const [path, write] of store.pending) if (remote.get(path) === write.sha) store.pending.delete(path);
+    for (const [path, write] of store.pending) {
+      const renamedTo = store.sentToRenamed.get(path);
+      if (remote.get(path) === write.sha || (renamedTo !== undefined && remote.get(renamedTo) === write.sha)) store.pending.delete(path);
+    }
   }
 
   // --- Quiescence ------------------------------------------------------------------------------

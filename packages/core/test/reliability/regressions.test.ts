@@ -10,6 +10,7 @@ import {
   AgentRenameDir,
   AgentRenameFile,
   AgentWrite,
+  AdvanceClock,
   DamageMarker,
   FailAfterApply,
   FailNext,
@@ -21,6 +22,7 @@ import {
   RemoteCopyLocal,
   RemoteDelete,
   RemoteRename,
+  RemoteRenameDir,
   RemoteWrite,
   StallNext,
   WipeFolder,
@@ -83,6 +85,13 @@ describe('regressions: model errors the random runs exposed (the engine was righ
   it(
     'a file edited while its memory was renamed: the edit goes to the renamed memory from its new path',
     replay({ disk: 'memfs', seedRw: ['/d/c.md'] }, [new RemoteRename('rw', '/d/c.md', '/a.md'), new AgentEdit('rw', '/d/c.md'), new Reconcile(true)]),
+  );
+
+  // seed 20261201 run 859: recover (a push-only pass) sends the edit made at the old path to the
+  // memory the store renamed; the model looked for that content only at the memory's new path.
+  it(
+    "recover sends an edit made at a renamed memory's old path to the memory, by id",
+    replay({ disk: 'memfs', seedRw: ['/g/h.md'] }, [new RemoteRenameDir('rw', '/g', '/d'), new AgentWrite('rw', '/g/h.md'), new Crash(), new AdvanceClock(1)]),
   );
 
   // Renamed alike on both sides, with an edit: a local change of the one memory, pushed.

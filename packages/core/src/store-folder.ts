@@ -233,7 +233,9 @@ export class StoreFolder {
    * entry at `fromWire` is not the file `expect` names (its `(dev, ino)`, as read by the caller):
    * a link is never moved or followed, and a file swapped in meanwhile is not the one planned
    * for. Never replaces anything at `toWire` (`taken`), but an empty folder, which goes as in
-   * `write`. Checked again after the rename: the entry now at `toWire` must be that file.
+   * `write`. Checked again after the rename: the entry now at `toWire` must be that file, and an
+   * unpinned folder on either side still the one opened; otherwise what was moved is put back by
+   * the same names and the move refused (`swapped`).
    */
   move(fromWire: string, toWire: string, expect: { dev: number; ino: number }): Promise<void> {
     return this.#act(async () => {

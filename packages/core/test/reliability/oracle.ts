@@ -303,18 +303,22 @@ export class Oracle {
     if (this.settings.deletionMode !== 'enabled') this.violate(`${where} with memory_sync_deletions=${this.settings.deletionMode}`);
     if (this.#phase === 'finalize_aborted') this.violate(`${where} during finalize('aborted') (push-only)`);
     if (request.expectedSha === undefined) this.violate(`${where} without expected_content_sha256`);
-    const host = posix.join(spec.root, path);
-    const there = this.view.kindOf(host);
-    if (there !== null) this.violate(`${where} while a ${there} is at ${host}`);
-    if (!markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id)) this.violate(`${where} with the marker not intact`);
-    const since = store.missingSince.get(path);
-    const graceMs = this.#phase === 'finalize_completed' ? 0 : this.settings.graceMs;
-    if (since === undefined) this.violate(`${where}: the file never went missing since the last scan that saw it`);
-    else if (this.view.now() - since < graceMs) {
-      this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
-    }
     let sent = this.#deletesThisPass.get(spec.id);
     if (!sent) this.#deletesThisPass.set(spec.id, (sent = new Set()));
+    // A retry of a delete this pass already sent (its first attempt answered `unavailable`) is
+    // the same send: the re-check that counts is the one before the first attempt, which may
+    // have been applied already. The agent may act while it is in flight.
+    const retry = sent.has(request.memoryId ?? path);
+    const host = posix.join(spec.root, path);
+    const there = this.view.kindOf(host);
+    if (there !== null && !retry) this.violate(`${where} while a ${there} is at ${host}`);
+    if (!retry && !markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id)) this.violate(`${where} with the marker not intact`);
+    const since = store.missingSince.get(path);
+    const graceMs = this.#phase === 'finalize_completed' ? 0 : this.settings.graceMs;
+    if (since === undefined && !retry) this.violate(`${where}: the file never went missing since the last scan that saw it`);
+    else if (since !== undefined && this.view.now() - since < graceMs) {
+      this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
+    }
     sent.add(request.memoryId ?? path);
     const count = sent.size;
     const cap = deleteCapAtMost(store.seen.size);

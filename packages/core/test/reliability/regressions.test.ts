@@ -94,6 +94,24 @@ describe('regressions: model errors the random runs exposed (the engine was righ
     replay({ disk: 'memfs', seedRw: ['/g/h.md'] }, [new RemoteRenameDir('rw', '/g', '/d'), new AgentWrite('rw', '/g/h.md'), new Crash(), new AdvanceClock(1)]),
   );
 
+  // seed 20261201 run 3760: a delete answered `unavailable` is retried by the bounded client
+  // inside the pass; the agent wrote the file back while the first attempt was in flight. The
+  // retry is the same send (the first may have been applied already): the model judged it as a
+  // new one, against the disk after the agent's write.
+  it(
+    'a delete retried after `unavailable` is the same send: the agent writing the file meanwhile does not make it a new one',
+    replay(
+      { disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new FailNext('delete', 'unavailable'),
+        new AgentWrite('rw', '/g/h.md'),
+        new Reconcile(true),
+        new AgentRemoveDir('rw', '/g'),
+        new Reconcile(true, { store: 'rw', op: 'delete', nth: 1, act: 'write', listPath: '/a.md' }),
+      ],
+    ),
+  );
+
   // Renamed alike on both sides, with an edit: a local change of the one memory, pushed.
   it(
     'a memory renamed alike by the agent and the store, then edited: pushed, no conflict',

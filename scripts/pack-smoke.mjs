@@ -69,7 +69,11 @@ for (const [name, file] of Object.entries(tarballs)) {
   const leftover = Object.entries(ranges).filter(([, range]) => String(range).startsWith('workspace:'));
   if (leftover.length > 0) fail(`${name}: workspace ranges left in the tarball: ${JSON.stringify(leftover)}`);
   if (manifest.dependencies?.['@anthropic-ai/sdk']) fail(`${name}: @anthropic-ai/sdk must be a peer dependency, not a dependency`);
-  for (const entry of ['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts']) {
+  // Every entry of `exports` (the main one, and a subpath such as `./engine`), in both formats.
+  const entries = Object.keys(manifest.exports ?? { '.': null })
+    .filter((key) => key !== './package.json')
+    .map((key) => (key === '.' ? 'index' : key.slice(2)));
+  for (const entry of entries.flatMap((e) => [`dist/${e}.js`, `dist/${e}.cjs`, `dist/${e}.d.ts`, `dist/${e}.d.cts`])) {
     if (!files.includes(`package/${entry}`)) fail(`${name}: the tarball lacks ${entry}`);
   }
   for (const field of ['repository', 'license', 'engines']) if (!manifest[field]) fail(`${name}: no "${field}" in package.json`);

@@ -1,8 +1,10 @@
 // The packed packages as an outside CommonJS project sees them: require() reaches the `.cjs`
 // builds and their `.d.cts` types.
 import core = require('@memory-mounter/core');
+import engine = require('@memory-mounter/core/engine');
 import anthropic = require('@memory-mounter/anthropic');
 import testing = require('@memory-mounter/testing');
+import testingAnthropic = require('@memory-mounter/testing/anthropic');
 import sdkToolError = require('@anthropic-ai/sdk/lib/tools/ToolError');
 import sdkRunnable = require('@anthropic-ai/sdk/lib/tools/BetaRunnableTool');
 
@@ -15,6 +17,8 @@ check(require.resolve('@memory-mounter/core').endsWith('index.cjs'), 'require() 
 check(core.mountPathSlug('Demo Memory') === 'demo-memory', 'core works through require()');
 check(typeof anthropic.AnthropicStoreClient === 'function' && typeof anthropic.withMemorySync === 'function', 'anthropic exports its classes');
 check(typeof testing.MemoryApiServer === 'function' && typeof testing.InMemoryStoreClient === 'function', 'testing exports its classes');
+check(require.resolve('@memory-mounter/core/engine').endsWith('engine.cjs') && engine.classify('a', 'b', 'a') === 'local_changed', 'the engine subpath works through require()');
+check(typeof testingAnthropic.ScriptedControlPlane === 'function', 'the testing/anthropic subpath works through require()');
 
 async function main(): Promise<void> {
   const store = new testing.InMemoryStoreClient();

@@ -8,9 +8,11 @@ import { createRequire } from 'node:module';
 import Anthropic from '@anthropic-ai/sdk';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import { toolErrorContent, type BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import { MemoryMounter, NodeFileSystem, type FinalizeReport } from '@memory-mounter/core';
-import { AnthropicStoreClient, withMemorySync } from '@memory-mounter/anthropic';
+import { MemoryMounter, NodeFileSystem, sha256Hex, type FinalizeReport } from '@memory-mounter/core';
+import { classify, planStore, scanStore, StoreFolder } from '@memory-mounter/core/engine';
+import { AnthropicStoreClient, sessionsTokenFromSecret, withMemorySync, type ControlPlane } from '@memory-mounter/anthropic';
 import { MemoryApiServer } from '@memory-mounter/testing';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor } from '@memory-mounter/testing/anthropic';
 
 function check(ok: boolean, what: string): void {
   if (!ok) throw new Error(`smoke (esm): ${what}`);
@@ -62,6 +64,33 @@ try {
   check(refusal instanceof ToolError, "a refused write is the host's ToolError");
   check(/refused: .*read-only/.test(String(toolErrorContent(refusal))), 'the SDK posts the refusal text, not its generic one');
   await guarded!.run({ file_path: join(memoryRoot, 'notes', 'todo.md'), content: 'buy oat milk\n' });
+
+  // The engine subpath: scan the mounted folder, and plan it against the store by hand.
+  const folder = await StoreFolder.open(new NodeFileSystem(), join(memoryRoot, 'notes'));
+  try {
+    const snapshot = await scanStore(folder, 'memstore_notes');
+    const local = snapshot.files.get('/todo.md');
+    check(local?.sha === sha256Hex('buy oat milk\n'), '@memory-mounter/core/engine: scanStore reads the folder');
+    const [memory] = server.memories('memstore_notes');
+    const base = sha256Hex('buy milk\n');
+    check(classify(base, local!.sha, memory!.content_sha256) === 'local_changed', '@memory-mounter/core/engine: classify');
+    const plan = planStore({
+      access: 'read_write', deletionMode: 'enabled', now: Date.now(), graceMs: 0, pushOnly: false,
+      baseline: new Map([['/todo.md', base]]), localFiles: snapshot.files, localBlocked: snapshot.blocked,
+      remote: new Map([['/todo.md', { id: memory!.id, sha: memory!.content_sha256 }]]),
+      missingSince: new Map(), refused: new Map(), settleAfter: null,
+    });
+    // Read as JSON, not field by field: the plan's shape is the engine's, and may grow.
+    check(JSON.stringify(plan).includes('"type":"push"') && !JSON.stringify(plan).includes('"type":"pull"'), '@memory-mounter/core/engine: planStore plans the push');
+  } finally {
+    await folder.close();
+  }
+
+  // The control-plane doubles, from @memory-mounter/testing/anthropic, fit @memory-mounter/anthropic.
+  const plane: ControlPlane = new ScriptedControlPlane([sessionWorkItem('work_1', 'sesn_1', workSecretFor('tok'))], {});
+  const claimed = [];
+  for await (const item of plane.claimWork(new AbortController().signal)) claimed.push(sessionsTokenFromSecret(item.secret));
+  check(claimed.length === 1 && claimed[0] === 'tok', '@memory-mounter/testing/anthropic: ScriptedControlPlane is a ControlPlane');
 
   const report: FinalizeReport = await mounter.finalize({ outcome: 'completed' });
   check(report.removed.length === 2, 'finalize removed both folders');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryMountError, type Logger } from '@memory-mounter/core';
-import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/anthropic';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/testing/anthropic';
 import { MemoryApiServer } from '@memory-mounter/testing';
 import { handleWorkItem, runWorker, type WorkerOptions } from '../src/worker.js';
 

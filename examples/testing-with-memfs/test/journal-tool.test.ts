@@ -3,7 +3,8 @@
  *
  * MemoryMounter has two sides, and @memory-mounter/testing has a double for each:
  *   - `MemfsFileSystem`: the mount folders live in memory (memfs), with the real disk's rules
- *     (atomic writes, symlinks never followed) and `failNext` to make a call fail like a disk;
+ *     (atomic writes, symlinks never followed); wrapped in `FaultyFileSystem`, whose `failNext`
+ *     makes a call fail like a disk;
  *   - `InMemoryStoreClient`: the memory-store API in memory: `seed` it, read it back with
  *     `snapshot`, count what was sent with `count`/`requests`, and `failNext` to make the
  *     service fail.
@@ -18,7 +19,7 @@ import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { runSessionWithMemory } from '@memory-mounter/anthropic';
 import { MemoryMounter, StoreError, type Access, type FinalizeReport, type MemoryMounterOptions } from '@memory-mounter/core';
-import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { journalToolFor } from '../src/journal-tool.js';
 
 const STORE_ID = 'memstore_journal';
@@ -29,7 +30,7 @@ const START = Date.UTC(2026, 0, 5); // the session starts on 5 January 2026
 const SECONDS = 1000;
 
 describe('the journal tool, with its memory', () => {
-  let fs: MemfsFileSystem;
+  let fs: FaultyFileSystem;
   let store: InMemoryStoreClient;
   let now: number;
   let mounter: MemoryMounter;
@@ -39,7 +40,8 @@ describe('the journal tool, with its memory', () => {
   async function startSession(access: Access = 'read_write', options: Partial<MemoryMounterOptions> = {}) {
     now = START;
     // The operator's /mnt/memory, empty. `null` makes a directory.
-    fs = new MemfsFileSystem({ '/mnt/memory': null });
+    // memfs, wrapped so a test can make a chosen call fail (a full disk, say).
+    fs = new FaultyFileSystem(new MemfsFileSystem({ '/mnt/memory': null }));
     // The store as the session finds it. The client stamps each request with the same clock.
     store = new InMemoryStoreClient({ now: () => now });
     store.seed(STORE_ID, { '/journal.md': SEED });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/anthropic';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/testing/anthropic';
 import { MemoryApiServer } from '@memory-mounter/testing';
 import { WebhookHandler } from '../src/webhook-handler.js';
 

@@ -15,7 +15,8 @@ export type WorkItem = Pick<BetaSelfHostedWork, 'id' | 'environment_id' | 'data'
  * It is the one place to replace to run a worker without the service.
  *
  * Live: {@link liveControlPlane} (`WorkPoller` + `SessionToolRunner` + a lease heartbeat).
- * Tests: {@link ScriptedControlPlane}, which yields prepared items and plays an agent.
+ * Tests: `ScriptedControlPlane` (`@memory-mounter/testing/anthropic`), which yields prepared
+ * items and plays an agent.
  */
 export interface ControlPlane {
   /**

@@ -5,11 +5,3 @@ export { mountSessionMemory, type MountSessionMemoryOptions, type SessionLike } 
 export { withMemorySync, type WithMemorySyncOptions } from './with-memory-sync.js';
 export { runSessionWithMemory, type RunSessionWithMemoryOptions } from './session-lifecycle.js';
 export { liveControlPlane, type ControlPlane, type LiveControlPlaneOptions, type WorkItem } from './control-plane.js';
-export {
-  ScriptedControlPlane,
-  workSecretFor,
-  sessionWorkItem,
-  type AgentScript,
-  type ScriptedAgent,
-  type ScriptedToolCall,
-} from './scripted-control-plane.js';

@@ -97,6 +97,11 @@ export function storeClientContract(
         expect(listed.map(pathOf).sort()).toEqual(['/notes/a.md', '/notes/deep/b.md']);
       });
 
+      it('is rejected for a pathPrefix without its trailing /', async () => {
+        await seed({ '/p/a.md': 'a' });
+        await expectStoreError(list({ pathPrefix: '/p' }), 'rejected');
+      });
+
       it('yields memories only, however deep, never prefix roll-ups', async () => {
         await seed({ '/top.md': '1', '/a/b/c/d/e.md': '2', '/a/b/x.md': '3' });
         const listed = await list();
@@ -153,6 +158,11 @@ export function storeClientContract(
 
       it.each(BAD_PATHS)('is rejected for a bad path: %s', async (_why, path) => {
         await expectStoreError(client.create(storeId, { path, content: 'x' }), 'rejected');
+        expect(await list()).toEqual([]);
+      });
+
+      it('is rejected for content with a lone surrogate, which has no UTF-8 form', async () => {
+        await expectStoreError(client.create(storeId, { path: '/a.md', content: 'x\udc00y' }), 'rejected');
         expect(await list()).toEqual([]);
       });
 
@@ -223,6 +233,13 @@ export function storeClientContract(
           expected_content_sha256: sha256Hex('base'),
         });
         expect(updated.content_sha256).toBe(sha256Hex('mine'));
+      });
+
+      it('is rejected for an expected_content_sha256 that is not a sha256, and changes nothing', async () => {
+        const created = await client.create(storeId, { path: '/p.md', content: 'x' });
+        await expectStoreError(client.update(storeId, created.id, { content: 'y', expected_content_sha256: 'abc' }), 'rejected');
+        await expectStoreError(client.delete(storeId, created.id, { expected_content_sha256: 'ABC' }), 'rejected');
+        expect(await contents()).toEqual({ '/p.md': 'x' });
       });
 
       it('is path_conflict when renaming onto a taken path, and changes nothing', async () => {
@@ -303,6 +320,21 @@ export function storeClientContract(
       });
     });
 
+    describe('the fake\'s seed helper', () => {
+      // The helper stands for another writer going through the same service: it cannot plant
+      // what the service refuses (the fakes' plantMemory exists for that, on purpose).
+      it.each(BAD_PATHS)('refuses a bad path: %s', async (_why, path) => {
+        expect(() => seed({ [path]: 'x' })).toThrow();
+        expect(await list()).toEqual([]);
+      });
+
+      it('refuses a path that overlaps a memory', async () => {
+        await seed({ '/d/x.md': 'x' });
+        expect(() => seed({ '/d': 'a memory where a folder is' })).toThrow();
+        expect(await contents()).toEqual({ '/d/x.md': 'x' });
+      });
+    });
+
     changeFeedContract((): FeedContext => ({ subject, client, storeId, clock }));
 
     /** The store as `{ path: content }`, read through the client under test. */
@@ -322,6 +354,7 @@ const BAD_PATHS: [string, string][] = [
   ['dot segment', '/a/./b.md'],
   ['dot-dot segment', '/a/../b.md'],
   ['NUL', '/a\u0000b.md'],
+  ['lone surrogate', '/a\ud800b.md'],
   ['control character', '/a\u0007b.md'],
   ['format character', '/a\u200bb.md'],
   ['not NFC', '/cafe\u0301.md'],

@@ -114,9 +114,9 @@ describe('a store answering 503', () => {
     const { result: report, ms } = await timed(mounter.finalize());
     expect(ms).toBeLessThan(500 + 2_000);
     expect(report.unpushed).toEqual([
-      { memoryStoreId: STORE, path: '/a.md', reason: expect.stringMatching(/^edited locally; not pushed: cut off by the time bound/) },
-      { memoryStoreId: STORE, path: '/b.md', reason: expect.stringMatching(/^deleted locally; not pushed/) },
-      { memoryStoreId: STORE, path: '/n.md', reason: expect.stringMatching(/^new local file; not pushed/) },
+      { memoryStoreId: STORE, path: '/a.md', code: 'time_bound', reason: expect.stringMatching(/^edited locally; not pushed: cut off by the time bound/) },
+      { memoryStoreId: STORE, path: '/b.md', code: 'time_bound', reason: expect.stringMatching(/^deleted locally; not pushed/) },
+      { memoryStoreId: STORE, path: '/n.md', code: 'time_bound', reason: expect.stringMatching(/^new local file; not pushed/) },
     ]);
     // Retried until the deadline, not given up on at the first 503.
     expect(server.requestCount('list')).toBeGreaterThan(1 + 2);

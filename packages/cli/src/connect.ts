@@ -5,8 +5,8 @@ import { MemoryApiServer } from '@memory-mounter/testing';
 import { UsageError } from './usage.js';
 
 /** The sample store `--emulator` serves. */
-export const DEMO_STORE = 'memstore_demo';
-export const DEMO_FILES: Record<string, string> = {
+const DEMO_STORE = 'memstore_demo';
+const DEMO_FILES: Record<string, string> = {
   '/README.md': '# Demo memory store\n\nServed by the memory-mounter emulator (--emulator).\n',
   '/preferences/style.md': 'Prefer short sentences.\nName files in kebab-case.\n',
   '/projects/todo.md': '- write the CLI docs\n',

@@ -1,6 +1,7 @@
 import { readdir, readFile, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NodeFileSystem, parseRecord, scanStore, StoreFolder, type StateRecord, type StoreClient } from '@memory-mounter/core';
+import { NodeFileSystem, parseRecord, type StateRecord, type StoreClient } from '@memory-mounter/core';
+import { scanStore, StoreFolder } from '@memory-mounter/core/engine';
 import { UsageError } from './usage.js';
 
 /** What differs between a mounted (or pulled) folder, its recorded baseline and, when reachable, the store. */

@@ -1,287 +1,203 @@
 import { Semaphore } from 'async-mutex';
-import { asStoreError, storeCall, StoreError } from './errors.js';
+import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './errors.js';
+import { errorCode } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
-import type { Action } from './plan.js';
+import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, Transfer, Update } from './plan.js';
+import type { PathReasonCode } from './reasons.js';
 import type { RemoteChange } from './remote-feed.js';
-import type { StoreSyncReport } from './reports.js';
 import { sha256Hex } from './sha256.js';
 import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
-import type { SyncState } from './sync-state.js';
 import type { Logger } from './types.js';
 import { decodeUtf8, encodeUtf8 } from './utf8.js';
 import { conflictCopyPath, type StoreEvents } from './events.js';
 
 /**
- * The executor: applies a plan through the two seams, with at most `concurrency` transfers in
- * flight. Each action re-checks the disk right before it acts and, on success, moves the
- * baseline for its own path only. Nothing here throws for a store, network or file problem:
- * each is logged with the path and written to the report.
+ * The executor: performs a plan's transfers through the two seams, with at most `concurrency`
+ * in flight, and returns one outcome per transfer. It decides nothing the planner decided and
+ * writes no engine state: `settle` folds the outcomes into the baseline and the report. Each
+ * transfer re-checks the disk right before it acts. Nothing here throws for a store, network or
+ * file problem: each becomes a `failed` outcome.
  */
-export interface ApplyContext {
+export interface ApplyIO {
   /** The store folder: every disk access of this module goes through it. */
   folder: StoreFolder;
   client: StoreClient;
   memoryStoreId: string;
   /** Bound to the store: every line carries memory_store_id. */
   logger: Logger;
-  state: SyncState;
-  report: StoreSyncReport;
-  /** Aborted when a time bound runs out: no new action starts, calls in flight are cancelled. */
+  /** Aborted when a time bound runs out: no new transfer starts, calls in flight are cancelled. */
   signal: AbortSignal;
   concurrency: number;
-  /** Where the events of this store go (`mounter.on`); absent: none are emitted. */
+  /** Where the transfer events of this store go (`mounter.on`), as each one lands; absent: none. */
   events?: StoreEvents;
   /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
   slots?: Semaphore;
-  /** Told what the store answered about a memory (a write's result, a fetch, a delete), so the remote view follows at once. */
-  onRemote?: (change: RemoteChange) => void;
 }
 
-export async function applyPlan(ctx: ApplyContext, actions: readonly Action[]): Promise<void> {
-  const slots = ctx.slots ?? new Semaphore(ctx.concurrency);
+/**
+ * What became of one transfer.
+ * - `done`: it happened. `sha` is what the path now holds on both sides (a pull's content, a
+ *   push's sent content); absent for deletes. `sent: false` for a `log_only` remote delete,
+ *   which passed its checks and was only logged.
+ * - `skipped`: the last-moment re-check found the world not as planned; nothing was changed.
+ * - `failed`: a store call or the disk failed; `error` is the StoreError kind (or `filesystem`).
+ *   `cutOff`: the time bound had run out by then (the call was most likely cancelled by it).
+ * - `cut_off`: never started, the time bound had run out.
+ */
+export type Result =
+  | { kind: 'done'; sha?: string; sent?: false }
+  | { kind: 'skipped'; code: PathReasonCode; detail: string }
+  | { kind: 'failed'; error: StoreErrorKind | 'filesystem'; message: string; cutOff: boolean; cause?: unknown }
+  | { kind: 'cut_off' };
+
+export interface Outcome<T extends Transfer = Transfer> {
+  action: T;
+  result: Result;
+  /** What the store answered about memories along the way (a write's result, a fetch, a delete), for the remote view. */
+  learned: RemoteChange[];
+  /** For a `rename_local` done whose `then` is a transfer: what became of that follow-up. */
+  then?: Outcome;
+}
+
+/** Disk errors that say this one name cannot exist here, not that the disk is failing. */
+const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
+
+/** Performs `transfers`; `outcomes[i]` is what became of `transfers[i]`. */
+export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Promise<Outcome[]> {
+  const slots = io.slots ?? new Semaphore(io.concurrency);
   let done = 0;
-  const total = actions.length;
-  if (total > 0) ctx.events?.progress(0, total);
-  await Promise.all(
-    actions.map((action) =>
-      slots.runExclusive(async () => {
-        if (ctx.signal.aborted) {
-          ctx.report.cutOff.push(action.path);
-          return;
-        }
+  const total = transfers.length;
+  if (total > 0) io.events?.progress(0, total);
+  return Promise.all(
+    transfers.map((action) =>
+      slots.runExclusive(async (): Promise<Outcome> => {
+        const learned: RemoteChange[] = [];
+        if (io.signal.aborted) return { action, result: { kind: 'cut_off' }, learned };
         try {
-          await applyAction(ctx, action);
+          if (action.type === 'rename_local') return await renameLocalThen(io, action, learned);
+          return { action, result: await perform(io, action, learned), learned };
         } catch (err) {
-          recordFailure(ctx, action, err);
+          return { action, result: failure(io, err), learned };
         } finally {
-          ctx.events?.progress(++done, total);
+          io.events?.progress(++done, total);
         }
       }),
     ),
   );
 }
 
-function applyAction(ctx: ApplyContext, action: Action): Promise<void> | void {
+function perform(io: ApplyIO, action: Transfer, learned: RemoteChange[]): Promise<Result> {
   switch (action.type) {
     case 'pull':
-      return pull(ctx, action);
-    case 'push':
-      return push(ctx, action);
-    case 'rename_local':
-      return renameLocal(ctx, action);
-    case 'rename_remote':
-      return renameRemote(ctx, action);
+      return pull(io, action, learned);
+    case 'update':
+    case 'create':
+      return push(io, action, learned);
     case 'delete_local':
-      return deleteLocal(ctx, action);
+      return deleteLocal(io, action);
     case 'delete_remote':
-      return deleteRemote(ctx, action);
-    case 'adopt':
-      ctx.state.baseline.set(action.path, action.sha);
-      return;
-    case 'forget':
-      ctx.state.baseline.delete(action.path);
-      return;
-    case 'refuse':
-      ctx.state.refused.set(action.path, action.localSha);
-      ctx.report.refused.push({ path: action.path, reason: action.reason });
-      if (action.firstTime) ctx.events?.refused({ path: action.path, reason: action.reason });
-      if (action.firstTime) ctx.logger.warn(`not pushed: file ${action.reason}`, { path: action.path });
-      return;
-    case 'note_conflict':
-      ctx.report.conflicts.push(action.path);
-      ctx.logger.warn('conflict: the file and the memory both changed; the store keeps its version and the local edit is not pushed', {
-        path: action.path,
-      });
-      return;
-    case 'keep_local': {
-      ctx.report.refused.push({ path: action.path, reason: 'read-only store: local changes are never pushed' });
-      const key = `keep:${action.path}:${action.localSha}`;
-      if (action.warn && !ctx.state.warned.has(key)) {
-        ctx.state.warned.add(key);
-        ctx.events?.refused({ path: action.path, reason: 'read-only store: local changes are never pushed' });
-        ctx.logger.warn('memory deleted in a read-only store; the local file is kept and never pushed', { path: action.path });
-      }
-      return;
-    }
+      return deleteRemote(io, action, learned);
+    case 'rename_local':
+      return renameLocal(io, action);
+    case 'rename_remote':
+      return renameRemote(io, action, learned);
+    default:
+      return unknownTransfer(action);
   }
 }
 
-async function pull(ctx: ApplyContext, action: Extract<Action, { type: 'pull' }>): Promise<void> {
-  const { path } = action;
-  const memory = await storeCall(ctx.client.get(ctx.memoryStoreId, action.memoryId, { signal: ctx.signal }));
-  ctx.onRemote?.({ kind: 'memory', memory });
-  if (memory.path !== path) return skip(ctx, path, 'memory was renamed during the sync; the next pass follows it');
-  const content = memory.content;
-  if (typeof content !== 'string') throw new StoreError('rejected', 'the store returned no content');
-  const bytes = encodeUtf8(content);
-  if (bytes.byteLength > MAX_MEMORY_BYTES) return refuseOversizePull(ctx, path, bytes.byteLength);
-  const sha = sha256Hex(bytes);
-  if (sha !== memory.content_sha256) throw new StoreError('rejected', 'the store returned content that does not match its sha256');
+/** A transfer kind added to the plan but not to the executor fails to compile here. */
+function unknownTransfer(action: never): never {
+  throw new Error(`applyPlan: no executor for ${(action as Transfer).type}`);
+}
 
-  const now = await ctx.folder.read(path);
+const skipped = (code: PathReasonCode, detail: string): Result => ({ kind: 'skipped', code, detail });
+
+async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise<Result> {
+  const { path } = action;
+  // The content the listing carried, or the memory as the store holds it now (its sha may be
+  // newer than the listing's: what is written is what is recorded).
+  let content = action.content;
+  let expectedSha = action.remoteSha;
+  if (content === undefined) {
+    const memory = await storeCall(io.client.get(io.memoryStoreId, action.memoryId, { signal: io.signal }));
+    learned.push({ kind: 'memory', memory });
+    if (memory.path !== path) return skipped('renamed_during_sync', 'memory was renamed during the sync; the next pass follows it');
+    if (typeof memory.content !== 'string') throw new StoreError('rejected', 'the store returned no content');
+    content = memory.content;
+    expectedSha = memory.content_sha256;
+  }
+  const bytes = encodeUtf8(content);
+  if (bytes.byteLength > MAX_MEMORY_BYTES) {
+    return skipped('remote_too_large', `remote memory is ${bytes.byteLength} bytes, over the ${MAX_MEMORY_BYTES}-byte limit; not written`);
+  }
+  const sha = sha256Hex(bytes);
+  if (sha !== expectedSha) throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
+
+  try {
+    return await place(io, action, bytes, sha);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skipped(err.code, `not written: ${err.message}`);
+    // One name the disk cannot hold never fails the rest.
+    const code = errorCode(err);
+    if (code && UNPLACEABLE_CODES.has(code)) return skipped('disk_refused', `not written: the disk refused it (${code})`);
+    throw err;
+  }
+}
+
+/** The disk half of a pull: `bytes` (of `sha`) written at the action's path, if it still is as planned. */
+async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string): Promise<Result> {
+  const { path } = action;
+  const now = await io.folder.read(path);
   // An empty folder where the file goes (left by a remote delete) is no one's content: write()
   // removes it. Anything else that is not a file is left alone.
-  if (now.kind === 'other' && now.code !== 'is_folder') return skip(ctx, path, `not written: ${path} ${now.reason}`);
+  if (now.kind === 'other' && now.code !== 'is_folder') return skipped(now.code, `not written: ${path} ${now.reason}`);
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
-  if (!stillAsPlanned(now, action.expectLocal)) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  if (!stillAsPlanned(now, action.expectLocal)) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
   // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced.
-  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(ctx, path, sha, now.sha, now.bytes);
-
-  try {
-    await ctx.folder.write(path, bytes);
-  } catch (err) {
-    if (err instanceof FolderRefusal) return skip(ctx, path, `not written: ${err.message}`);
-    throw err;
-  }
-  ctx.state.baseline.set(path, sha);
-  ctx.state.refused.delete(path);
-  ctx.report.pulled.push(path);
-  ctx.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
-  if (action.reason === 'conflict') {
-    ctx.report.conflicts.push(path);
-    ctx.logger.warn('conflict: the file and the memory both changed; the store wins and the local edit is replaced', { path });
-  } else if (action.reason === 'restore') {
-    ctx.logger.warn('restored: the file was deleted locally but the memory changed in the store', { path });
-  }
+  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(io, path, sha, now.sha, now.bytes);
+  // Where nothing was, nothing may appear between the check and the write: a file the agent
+  // made meanwhile is refused (`taken`), never written over.
+  await io.folder.write(path, bytes, { onlyIfAbsent: action.expectLocal === null });
+  io.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
+  return { kind: 'done', sha };
 }
 
-/** A memory over the size limit is never written: the mount holds only what the service allows. */
-function refuseOversizePull(ctx: ApplyContext, path: string, size: number): void {
-  const reason = `remote memory is ${size} bytes, over the ${MAX_MEMORY_BYTES}-byte limit; not written`;
-  ctx.report.skippedPaths.push({ path, reason });
-  const key = `oversize:${path}:${size}`;
-  if (ctx.state.warned.has(key)) return;
-  ctx.state.warned.add(key);
-  ctx.logger.warn('remote memory over the size limit; not written to disk', { path, size });
-}
-
-async function push(ctx: ApplyContext, action: Extract<Action, { type: 'push' }>): Promise<void> {
+async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[]): Promise<Result> {
   const { path } = action;
-  const now = await ctx.folder.read(path);
+  const now = await io.folder.read(path);
   // Changed since the scan: push nothing the planner did not decide on; the next pass will.
   if (now.kind !== 'file' || !now.bytes || now.sha !== action.localSha) {
-    return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+    return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
   }
   const content = decodeUtf8(now.bytes);
-  if (content === null) return skip(ctx, path, 'is not UTF-8 text');
+  if (content === null) return skipped('not_utf8', 'is not UTF-8 text');
 
-  const signal = ctx.signal;
+  const { signal } = io;
+  const create = () => storeCall(io.client.create(io.memoryStoreId, { path, content }, { signal }));
   let written: StoreMemory;
-  try {
-    if (action.memoryId !== undefined) {
-      try {
-        written = await storeCall(
-          ctx.client.update(ctx.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha! }, { signal }),
-        );
-      } catch (err) {
-        // Deleted in the store since the listing: the file is the only copy, so re-create it.
-        if ((err as StoreError).kind !== 'not_found') throw err;
-        ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
-        written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
-      }
-    } else {
-      written = await storeCall(ctx.client.create(ctx.memoryStoreId, { path, content }, { signal }));
-    }
-  } catch (err) {
-    const storeError = asStoreError(err);
-    if (storeError.kind === 'unavailable') ctx.state.unknownWrites.set(path, action.localSha);
-    if (storeError.kind === 'rejected') {
-      ctx.state.refused.set(path, action.localSha);
-      ctx.report.refused.push({ path, reason: `rejected by the store: ${storeError.message}` });
-      ctx.events?.refused({ path, reason: `rejected by the store: ${storeError.message}` });
-      ctx.logger.warn('the store rejected this file; it is not sent again until it changes', { path, error: storeError.message });
-      return;
-    }
-    throw storeError;
-  }
-  // The baseline takes the sha we sent: if the store normalised the content, its listing then
-  // differs from the baseline and the next pass pulls the store's version.
-  ctx.onRemote?.({ kind: 'memory', memory: written });
-  ctx.state.baseline.set(path, action.localSha);
-  ctx.state.unknownWrites.delete(path);
-  ctx.state.refused.delete(path);
-  ctx.report.pushed.push(path);
-  ctx.events?.pushed({ path, sha: action.localSha });
-}
-
-/**
- * Follows the store's rename on disk: the file moves, nothing is transferred. Then an edit made
- * on either side is settled at the new path (`then`): a local edit goes to the renamed memory by
- * id, never re-created at the old path.
- */
-async function renameLocal(ctx: ApplyContext, action: Extract<Action, { type: 'rename_local' }>): Promise<void> {
-  const { from, path } = action;
-  if (action.alreadyMoved) {
-    // Moved alike on both sides: the file must still be at `path` and gone from `from`.
-    const there = await ctx.folder.read(path);
-    const back = await ctx.folder.stat(from).catch((err: unknown) => {
-      if (err instanceof FolderRefusal) return err;
-      throw err;
-    });
-    if (there.kind !== 'file' || there.sha !== action.expectLocal || back !== null) {
-      return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
+  if (action.type === 'update') {
+    try {
+      written = await storeCall(
+        io.client.update(io.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha }, { signal }),
+      );
+    } catch (err) {
+      // Deleted in the store since the listing: the file is the only copy, so re-create it.
+      if (asStoreError(err).kind !== 'not_found') throw err;
+      learned.push({ kind: 'deleted', memoryId: action.memoryId });
+      written = await create();
     }
   } else {
-    const now = await ctx.folder.read(from);
-    if (now.kind !== 'file' || now.sha !== action.expectLocal) return skip(ctx, from, 'changed on disk during the sync; left for the next pass');
-    try {
-      await ctx.folder.move(from, path, now.stat);
-    } catch (err) {
-      if (err instanceof FolderRefusal) return skip(ctx, path, `not moved from ${from}: ${err.message}`);
-      throw err;
-    }
+    written = await create();
   }
-  ctx.state.baseline.delete(from);
-  ctx.state.baseline.set(path, action.baseSha);
-  ctx.state.refused.delete(from);
-  ctx.report.renamed.push({ from, to: path, side: 'local' });
-  ctx.logger.info(action.alreadyMoved ? 'renamed alike on disk and in the store' : 'renamed on disk: the memory was renamed in the store', { path, from });
-  // The edit on either side, settled at the new path; its failure is recorded under its own type.
-  if (action.then) {
-    try {
-      await applyAction(ctx, action.then);
-    } catch (err) {
-      recordFailure(ctx, action.then, err);
-    }
-  }
-}
-
-/**
- * Follows the agent's rename in the store: the memory's path is updated (same id, same history),
- * guarded by the content both paths hold. Any failure leaves the baseline as it was, so the next
- * pass judges both paths again: a memory that changed or went meanwhile no longer reads as a
- * rename, and the rows (restore, create) lose nothing.
- */
-async function renameRemote(ctx: ApplyContext, action: Extract<Action, { type: 'rename_remote' }>): Promise<void> {
-  const { from, path, sha } = action;
-  const now = await ctx.folder.read(path);
-  if (now.kind !== 'file' || now.sha !== sha) return skip(ctx, path, 'changed on disk during the sync; left for the next pass');
-  const back = await ctx.folder.stat(from).catch((err: unknown) => {
-    if (err instanceof FolderRefusal) return err;
-    throw err;
-  });
-  if (back !== null) return skip(ctx, from, 'reappeared before its memory was renamed; left for the next pass');
-  let written: StoreMemory;
-  try {
-    written = await storeCall(ctx.client.update(ctx.memoryStoreId, action.memoryId, { path, expected_content_sha256: sha }, { signal: ctx.signal }));
-  } catch (err) {
-    const storeError = asStoreError(err);
-    // Unknown outcome: a memory at `path` holding `sha` next pass is this rename.
-    if (storeError.kind === 'unavailable') ctx.state.unknownWrites.set(path, sha);
-    if (storeError.kind === 'not_found') ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
-    throw storeError;
-  }
-  ctx.onRemote?.({ kind: 'memory', memory: written });
-  ctx.state.baseline.delete(from);
-  ctx.state.baseline.set(path, sha);
-  ctx.state.missingSince.delete(from);
-  ctx.state.unknownWrites.delete(path);
-  ctx.state.refused.delete(path);
-  ctx.report.renamed.push({ from, to: path, side: 'remote' });
-  ctx.logger.info('renamed in the store: the file was renamed locally', { path, from });
+  learned.push({ kind: 'memory', memory: written });
+  io.events?.pushed({ path, sha: action.localSha });
+  // The baseline takes the sha we sent: if the store normalised the content, its listing then
+  // differs from the baseline and the next pass pulls the store's version.
+  return { kind: 'done', sha: action.localSha };
 }
 
 /**
@@ -290,72 +206,62 @@ async function renameRemote(ctx: ApplyContext, action: Extract<Action, { type: '
  * every `conflict` listener gets its bytes. A copy that cannot be written is logged; the pull
  * goes on (the store wins either way, SPEC 4.2).
  */
-async function handOverLoser(ctx: ApplyContext, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<void> {
-  const events = ctx.events;
+async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<void> {
+  const events = io.events;
   if (!events) return;
   let copyPath: string | null = null;
   if (events.conflictCopies) {
     const copy = conflictCopyPath(path, Date.now());
     try {
-      await ctx.folder.write(copy, bytes);
+      await io.folder.write(copy, bytes);
       copyPath = events.hostPath(copy);
-      ctx.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
+      io.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
     } catch (err) {
-      ctx.logger.warn('conflict copy could not be written', { path, copy, error: err instanceof Error ? err.message : String(err) });
+      io.logger.warn('conflict copy could not be written', { path, copy, error: err instanceof Error ? err.message : String(err) });
     }
   }
   events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
 }
 
-async function deleteLocal(ctx: ApplyContext, action: Extract<Action, { type: 'delete_local' }>): Promise<void> {
-  if (!stillAsPlanned(await ctx.folder.read(action.path), action.expectLocal)) {
-    return skip(ctx, action.path, 'changed on disk during the sync; not deleted');
+async function deleteLocal(io: ApplyIO, action: DeleteLocal): Promise<Result> {
+  const now = await io.folder.read(action.path);
+  if (!stillAsPlanned(now, action.expectLocal)) {
+    return skipped(now.kind === 'other' ? now.code : 'changed_during_sync', 'changed on disk during the sync; not deleted');
   }
   try {
-    await ctx.folder.unlink(action.path);
+    await io.folder.unlink(action.path);
   } catch (err) {
-    if (err instanceof FolderRefusal) return skip(ctx, action.path, `not deleted: ${err.message}`);
+    if (err instanceof FolderRefusal) return skipped(err.code, `not deleted: ${err.message}`);
     throw err;
   }
-  ctx.state.baseline.delete(action.path);
-  ctx.report.deletedLocal.push(action.path);
-  ctx.events?.deleted({ path: action.path, side: 'local' });
+  io.events?.deleted({ path: action.path, side: 'local' });
+  return { kind: 'done' };
 }
 
-async function deleteRemote(ctx: ApplyContext, action: Extract<Action, { type: 'delete_remote' }>): Promise<void> {
+async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteChange[]): Promise<Result> {
   const { path } = action;
   // The fresh re-check of SPEC 4.3: still missing (nothing at all there) and the marker intact.
   // A refusal (a folder on the way swapped for a link) means the file's state is unknown: no delete.
-  const there = await ctx.folder.stat(path).catch((err: unknown) => {
+  const there = await io.folder.stat(path).catch((err: unknown) => {
     if (err instanceof FolderRefusal) return err;
     throw err;
   });
-  if (there !== null) {
-    return skip(ctx, path, there instanceof FolderRefusal ? `not deleted remotely: ${there.message}` : 'reappeared before its remote delete; not deleted');
+  if (there instanceof FolderRefusal) return skipped(there.code, `not deleted remotely: ${there.message}`);
+  if (there !== null) return skipped('reappeared', 'reappeared before its remote delete; not deleted');
+  if ((await readMarker(io.folder, io.memoryStoreId)) !== 'ok') {
+    return skipped('marker_check_failed', 'store marker failed its check; remote delete not sent');
   }
-  if ((await readMarker(ctx.folder, ctx.memoryStoreId)) !== 'ok') {
-    if (action.mode === 'send') ctx.report.pendingDeletions.push(path); // log_only ones are listed already
-    return skip(ctx, path, 'store marker failed its check; remote delete not sent');
-  }
-  if (action.mode === 'log_only') {
-    ctx.logger.info('log_only: would delete this memory in the store', { path });
-    return;
-  }
+  if (action.mode === 'log_only') return { kind: 'done', sent: false };
   try {
-    await storeCall(
-      ctx.client.delete(ctx.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: ctx.signal }),
-    );
+    await storeCall(io.client.delete(io.memoryStoreId, action.memoryId, { expected_content_sha256: action.expectedRemoteSha, signal: io.signal }));
   } catch (err) {
     // Already gone is what we wanted. A precondition failure means it changed in the store: it
     // is kept there and the next pass restores it to disk.
-    if ((err as StoreError).kind !== 'not_found') throw err;
+    if (asStoreError(err).kind !== 'not_found') throw err;
   }
-  ctx.onRemote?.({ kind: 'deleted', memoryId: action.memoryId });
-  ctx.state.baseline.delete(path);
-  ctx.state.missingSince.delete(path);
-  ctx.report.deletedRemote.push(path);
-  ctx.events?.deleted({ path, side: 'remote' });
-  ctx.logger.info('deleted in the store: the file was deleted locally', { path });
+  learned.push({ kind: 'deleted', memoryId: action.memoryId });
+  io.events?.deleted({ path, side: 'remote' });
+  return { kind: 'done' };
 }
 
 /** The local state a planner expected (`null`: absent) still holds. */
@@ -364,21 +270,79 @@ function stillAsPlanned(now: LocalRead, expected: string | null): boolean {
   return now.kind === 'file' && now.sha === expected;
 }
 
-function skip(ctx: ApplyContext, path: string, reason: string): void {
-  ctx.report.skippedPaths.push({ path, reason });
-  ctx.logger.debug(reason, { path });
+/**
+ * A `rename_local` and, once the file has moved, its follow-up transfer at the new path (an edit
+ * made on either side), which settles as a transfer of its own (`then`).
+ */
+async function renameLocalThen(io: ApplyIO, action: RenameLocal, learned: RemoteChange[]): Promise<Outcome> {
+  const result = await renameLocal(io, action);
+  const next = action.then;
+  if (result.kind !== 'done' || !next || (next.type !== 'pull' && next.type !== 'update')) return { action, result, learned };
+  const thenLearned: RemoteChange[] = [];
+  let thenResult: Result;
+  try {
+    thenResult = await perform(io, next, thenLearned);
+  } catch (err) {
+    thenResult = failure(io, err);
+  }
+  return { action, result, learned, then: { action: next, result: thenResult, learned: thenLearned } };
 }
 
-function recordFailure(ctx: ApplyContext, action: Action, err: unknown): void {
-  if (ctx.signal.aborted) ctx.report.cutOff.push(action.path);
-  const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof StoreError) {
-    const storeError = err;
-    ctx.report.errors.push({ path: action.path, operation: action.type, kind: storeError.kind, message });
-    const quiet = storeError.kind === 'precondition_failed' || storeError.kind === 'path_conflict';
-    ctx.logger[quiet ? 'info' : 'warn'](`${action.type} failed: ${storeError.kind}`, { path: action.path, error: message });
-  } else {
-    ctx.report.errors.push({ path: action.path, operation: action.type, kind: 'filesystem', message });
-    ctx.logger.warn(`${action.type} failed on disk`, { path: action.path, error: message });
+/** Follows the store's rename on disk: the file moves (`StoreFolder.move`), nothing is transferred. */
+async function renameLocal(io: ApplyIO, action: RenameLocal): Promise<Result> {
+  const { from, path } = action;
+  if (action.alreadyMoved) {
+    // Moved alike on both sides: the file must still be at `path` and gone from `from`.
+    const there = await io.folder.read(path);
+    const back = await io.folder.stat(from).catch((err: unknown) => {
+      if (err instanceof FolderRefusal) return err;
+      throw err;
+    });
+    if (there.kind !== 'file' || there.sha !== action.expectLocal || back !== null) {
+      return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+    }
+    return { kind: 'done', sha: action.baseSha };
   }
+  const now = await io.folder.read(from);
+  if (now.kind !== 'file' || now.sha !== action.expectLocal) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+  try {
+    await io.folder.move(from, path, now.stat);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skipped(err.code, `not moved from ${from}: ${err.message}`);
+    throw err;
+  }
+  return { kind: 'done', sha: action.baseSha };
+}
+
+/**
+ * Follows the agent's rename in the store: the memory's path is updated (same id, same history),
+ * guarded by the content both paths hold. Any failure leaves the baseline as it was, so the next
+ * pass judges both paths again: a memory that changed or went meanwhile no longer reads as a
+ * rename, and the rows (restore, create) lose nothing.
+ */
+async function renameRemote(io: ApplyIO, action: RenameRemote, learned: RemoteChange[]): Promise<Result> {
+  const { from, path, sha } = action;
+  const now = await io.folder.read(path);
+  if (now.kind !== 'file' || now.sha !== sha) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+  const back = await io.folder.stat(from).catch((err: unknown) => {
+    if (err instanceof FolderRefusal) return err;
+    throw err;
+  });
+  if (back !== null) return skipped('reappeared', 'reappeared before its memory was renamed; left for the next pass');
+  let written: StoreMemory;
+  try {
+    written = await storeCall(io.client.update(io.memoryStoreId, action.memoryId, { path, expected_content_sha256: sha }, { signal: io.signal }));
+  } catch (err) {
+    if (asStoreError(err).kind === 'not_found') learned.push({ kind: 'deleted', memoryId: action.memoryId });
+    throw err;
+  }
+  learned.push({ kind: 'memory', memory: written });
+  return { kind: 'done', sha };
+}
+
+function failure(io: ApplyIO, err: unknown): Result {
+  const cutOff = io.signal.aborted;
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof StoreError) return { kind: 'failed', error: err.kind, message, cutOff, cause: err };
+  return { kind: 'failed', error: 'filesystem', message, cutOff, cause: err };
 }

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { debugLogger } from './logger.js';
+import type { PathReasonCode } from './reasons.js';
 import type { Logger } from './types.js';
 
 /**
@@ -24,8 +25,8 @@ export interface MounterEvents {
   /** A file was removed locally (`side: 'local'`, its memory was deleted in the store) or a memory in the store (`'remote'`). */
   deleted: [PathEvent & { side: 'local' | 'remote' }];
   /** Local content that is not pushed: not UTF-8, too large, rejected by the store, or a read-only store's edit. */
-  refused: [PathEvent & { reason: string }];
-  /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned actions done), per store. */
+  refused: [PathEvent & { code: PathReasonCode; reason: string }];
+  /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned transfers done: pulls, pushes, deletes), per store. */
   progress: [ProgressEvent];
 }
 
@@ -72,7 +73,7 @@ export interface StoreEvents {
   pulled(e: { path: string; sha: string; reason: 'remote_change' | 'restore' | 'conflict' }): void;
   pushed(e: { path: string; sha: string }): void;
   deleted(e: { path: string; side: 'local' | 'remote' }): void;
-  refused(e: { path: string; reason: string }): void;
+  refused(e: { path: string; code: PathReasonCode; reason: string }): void;
   /** Counts of the current phase; dropped outside materialize and finalize. */
   progress(done: number, total: number): void;
 }

@@ -14,7 +14,7 @@ import type { LocalSnapshot } from './scan.js';
 export type FolderVerdict =
   | { kind: 'trusted' }
   | { kind: 'distrusted'; reason: string }
-  | { kind: 'redownload'; reason: string }
+  | { kind: 'redownload'; code: 'folder_gone' | 'folder_emptied' | 'folder_wiped'; reason: string }
   | { kind: 'unreadable'; reason: string };
 
 /**
@@ -28,9 +28,9 @@ export function assessFolder(
   movedShas?: ReadonlySet<string>,
 ): FolderVerdict {
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
-  if (snapshot.root === 'missing') return { kind: 'redownload', reason: 'the store folder is gone' };
+  if (snapshot.root === 'missing') return { kind: 'redownload', code: 'folder_gone', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
-  if (rootBlocked) return { kind: 'unreadable', reason: `the store ${rootBlocked}` };
+  if (rootBlocked) return { kind: 'unreadable', reason: `the store ${rootBlocked.detail}` };
   // An I/O error says nothing about whose folder this is: never distrust on it, read again next pass.
   if (snapshot.marker === 'unreadable') return { kind: 'unreadable', reason: 'the store marker could not be read' };
   const hasEntries = snapshot.files.size > 0 || snapshot.blocked.size > 0;
@@ -38,12 +38,12 @@ export function assessFolder(
   if (snapshot.marker === 'missing') {
     return hasEntries
       ? { kind: 'distrusted', reason: 'the marker is missing and files are present' }
-      : { kind: 'redownload', reason: 'the folder was emptied (marker gone, no files)' };
+      : { kind: 'redownload', code: 'folder_emptied', reason: 'the folder was emptied (marker gone, no files)' };
   }
   // Marker intact. "Every memory file gone" counts the files the baseline knows: a wipe followed
   // by one new file is still a wipe, and must not read as the agent deleting every memory.
   if (baseline.size > 1 && !someBaselineFileLeft(snapshot, [...baseline.keys()]) && !someMovedFile(snapshot, movedShas)) {
-    return { kind: 'redownload', reason: 'every memory file is gone at once (folder wiped)' };
+    return { kind: 'redownload', code: 'folder_wiped', reason: 'every memory file is gone at once (folder wiped)' };
   }
   return { kind: 'trusted' };
 }

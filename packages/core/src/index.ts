@@ -1,3 +1,5 @@
+// `@memory-mounter/core`: the library a host uses (MemoryMounter, its seams, errors, reports).
+// The engine's parts, for a host that builds its own loop, are `@memory-mounter/core/engine`.
 export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
@@ -8,7 +10,6 @@ export type { StoreStatus } from './status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem } from './file-system.js';
 export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
-export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead } from './store-folder.js';
 export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
 export type {
   StoreMemory,
@@ -35,7 +36,10 @@ export type {
   RecoveryReport,
   RecoveredStoreReport,
   RecoveryLeftCode,
+  PathReport,
+  UnpushedReport,
 } from './reports.js';
+export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './reasons.js';
 export type { RecoverOptions } from './recover.js';
 export {
   recordFileName,
@@ -50,8 +54,3 @@ export * from './limits.js';
 export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
 export { tempFileName, isTempFileName, isConflictCopyName, isUnsyncedName } from './temp-files.js';
 export { sha256Hex } from './sha256.js';
-// The engine's pure parts, for hosts that build their own loop and for tests.
-export { planStore, classify, deleteCap, settleUnknownWrites } from './plan.js';
-export type { Action, Plan, PlanInput, RemoteEntry, Row } from './plan.js';
-export { assessFolder, type FolderVerdict } from './folder-trust.js';
-export { scanStore, type LocalFile, type LocalSnapshot, type ScanCache } from './scan.js';

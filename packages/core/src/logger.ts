@@ -2,7 +2,7 @@ import createDebug from 'debug';
 import type { Logger } from './types.js';
 
 /** The library's own namespace: `DEBUG=memory-mounter:*` shows its lines. */
-export const LIBRARY_NAMESPACE = 'memory-mounter';
+const LIBRARY_NAMESPACE = 'memory-mounter';
 
 /**
  * The default logger: the `debug` package, one namespace per level (`memory-mounter:warn`, ...),

@@ -14,7 +14,7 @@ export type MarkerState = 'ok' | 'missing' | 'foreign' | 'unreadable';
 /** Far more than `{"memory_store_id":"..."}` needs; a larger marker is not ours. */
 const MAX_MARKER_BYTES = 4_096;
 
-export function markerContent(memoryStoreId: string): Uint8Array {
+function markerContent(memoryStoreId: string): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify({ memory_store_id: memoryStoreId })}\n`);
 }
 

@@ -12,6 +12,8 @@ import { isConflictCopyName, isTempFileName } from './temp-files.js';
 // Control (Cc) and format (Cf) characters, and the line/paragraph separators U+2028/U+2029
 // (Zl, Zp): invisible or line-breaking, all refused by the service.
 const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+// A lone surrogate has no UTF-8 form: the service cannot store it, and no file name holds it.
+const LONE_SURROGATE = /\p{Cs}/u;
 const utf8 = new TextEncoder();
 
 /** Why the service would refuse `path`, or `null` when it is a valid memory path. */
@@ -20,6 +22,7 @@ export function memoryPathProblem(path: string): string | null {
   if (!path.startsWith('/')) return 'does not start with /';
   if (path.includes('\0')) return 'contains NUL';
   if (CONTROL_OR_FORMAT.test(path)) return 'contains a control or format character';
+  if (LONE_SURROGATE.test(path)) return 'contains a lone surrogate (no UTF-8 form)';
   if (path.normalize('NFC') !== path) return 'is not NFC-normalised';
   if (utf8.encode(path).length > MAX_PATH_BYTES) return `is longer than ${MAX_PATH_BYTES} bytes`;
   const segments = path.slice(1).split('/');

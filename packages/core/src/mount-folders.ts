@@ -138,7 +138,8 @@ async function mkdirOwned(fs: FileSystem, target: string, path: string, store: M
   }
 }
 
-export type RemovalOutcome = { removed: true } | { removed: false; reason: string };
+/** `gone`: nothing was there to remove (not a failure); `left`: something is there and stays, with why. */
+export type RemovalOutcome = { removed: true } | { removed: false; gone: true } | { removed: false; gone: false; reason: string };
 
 /**
  * Removes one folder this mounter created. A store folder is removed whole through its handle
@@ -147,17 +148,17 @@ export type RemovalOutcome = { removed: true } | { removed: false; reason: strin
  */
 export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<RemovalOutcome> {
   const stat = await fs.lstat(folder.path);
-  if (!stat) return { removed: false, reason: 'already gone' };
-  if (stat.type !== 'directory') return { removed: false, reason: `is now a ${stat.type}; left alone` };
+  if (!stat) return { removed: false, gone: true };
+  if (stat.type !== 'directory') return { removed: false, gone: false, reason: `is now a ${stat.type}; left alone` };
   try {
     if (storeFolder) {
-      if ((await storeFolder.locate()) !== 'directory') return { removed: false, reason: 'already gone' };
+      if ((await storeFolder.locate()) !== 'directory') return { removed: false, gone: true };
       await storeFolder.removeAll();
     } else {
       await fs.rm(folder.path);
     }
     return { removed: true };
   } catch (err) {
-    return { removed: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
+    return { removed: false, gone: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
   }
 }

@@ -22,6 +22,7 @@ import { recoverStores, type RecoverOptions } from './recover.js';
 import type { RecoveryReport } from './reports.js';
 import { MounterEventEmitter, type StoreEvents } from './events.js';
 import { pendingLocalChanges, type StoreStatus } from './status.js';
+import type { StoreReasonCode } from './reasons.js';
 import type { Logger } from './types.js';
 
 /** After a time bound aborts a pass, how long its calls get to wind down before being left. */
@@ -61,7 +62,10 @@ export class MemoryMounter extends MounterEventEmitter {
   /** Which lifecycle call `progress` events belong to; null during reconcile (none are sent). */
   #progressPhase: 'materialize' | 'finalize' | null = null;
   /** The last pass of each store (by host path), for status(). */
-  readonly #last = new Map<string, { at: number; outcome: StoreStatus['lastOutcome']; reason?: string; pendingDeletions: string[]; pulled: string[] }>();
+  readonly #last = new Map<
+    string,
+    { at: number; outcome: StoreStatus['lastOutcome']; code?: StoreReasonCode; reason?: string; pendingDeletions: string[]; pulled: string[] }
+  >();
 
   constructor(options: MemoryMounterOptions) {
     super();
@@ -118,6 +122,7 @@ export class MemoryMounter extends MounterEventEmitter {
         access,
         lastPassAt: last?.at ?? null,
         lastOutcome: last?.outcome ?? null,
+        ...(last?.code !== undefined && { lastCode: last.code }),
         ...(last?.reason !== undefined && { lastReason: last.reason }),
         nextPassDueAt: next,
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
@@ -179,6 +184,8 @@ export class MemoryMounter extends MounterEventEmitter {
     }
     // Set before the first await, so a finalize arriving at any moment of materialize stops it.
     const stop = new AbortController();
+    // The download's transfers all listen to it (see timeBound).
+    setMaxListeners(0, stop.signal);
     this.#inFlight = stop;
     // The caller's signal stops the download like finalize does: all or nothing, download_failed.
     const unlink = linkSignal(opts.signal, stop);
@@ -525,6 +532,7 @@ export class MemoryMounter extends MounterEventEmitter {
       this.#last.set(s.path, {
         at: report.finishedAt,
         outcome: s.status,
+        ...(s.code !== undefined && { code: s.code }),
         ...(s.reason !== undefined && { reason: s.reason }),
         pendingDeletions: [...s.pendingDeletions],
         pulled: [...s.pulled],
@@ -550,13 +558,13 @@ export class MemoryMounter extends MounterEventEmitter {
       try {
         const refusal = checkTrust && store ? await store.removalRefusal() : null;
         if (refusal) {
-          report.leftInPlace.push({ path: folder.path, reason: refusal });
-          this.#options.logger.warn(`store folder left in place: ${refusal}`, fields);
+          report.leftInPlace.push({ path: folder.path, reason: refusal.reason });
+          this.#options.logger.warn(`store folder left in place: ${refusal.reason}`, fields);
           continue;
         }
         const outcome = await removeCreatedFolder(fs, folder, store?.folder ?? folder.folder);
         if (outcome.removed) report.removed.push(folder.path);
-        else if (outcome.reason !== 'already gone') report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
+        else if (!outcome.gone) report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
       } catch (err) {
         // A disk that fails even its checks: leave the folder, say so, and go on with the others.
         const reason = `could not be checked (${errorCode(err) ?? describe(err)})`;
@@ -599,7 +607,7 @@ function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport,
   for (const s of report.flush.stores) {
     if (s.access !== 'read_write') continue;
     const lost = report.unpushed.filter((u) => u.memoryStoreId === s.memoryStoreId);
-    const notRun = s.status === 'failed' || (s.status === 'skipped' && s.reason?.includes('time bound'));
+    const notRun = s.status === 'failed' || (s.status === 'skipped' && s.code === 'time_bound');
     if (lost.length > 0 || notRun) {
       const msg = kept.has(s.memoryStoreId)
         ? 'finalize: local changes not pushed; the folder is kept (keepUnpushed) for MemoryMounter.recover()'
@@ -619,7 +627,7 @@ function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport,
 function warnCutOff(logger: ResolvedOptions['logger'], report: SyncReport, reason: unknown): void {
   const bound = reason instanceof Error ? reason.message : String(reason);
   for (const s of report.stores) {
-    const cut = s.cutOff.length > 0 || (s.status === 'skipped' && /time bound/.test(s.reason ?? ''));
+    const cut = s.cutOff.length > 0 || (s.status === 'skipped' && s.code === 'time_bound');
     if (!cut) continue;
     logger.warn('sync pass cut off by a time bound', { memory_store_id: s.memoryStoreId, path: s.path, bound, cut_off: s.cutOff });
   }
@@ -690,6 +698,7 @@ async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSy
         if (report) return report;
         const cut = emptyReport(stores[i]!.mount);
         cut.status = 'skipped';
+        cut.code = 'time_bound';
         cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
         return cut;
       }),

@@ -106,7 +106,7 @@ function seconds(value: unknown, fallback: number, option: string, zeroAllowed: 
 }
 
 /** The longest `memory_sync_interval` taken, in seconds: one hour. */
-export const MAX_SYNC_INTERVAL_S = 3_600;
+const MAX_SYNC_INTERVAL_S = 3_600;
 
 /**
  * `memory_sync_interval` is in seconds, where the SDK's `memorySyncIntervalMs` is in
@@ -126,7 +126,7 @@ function syncIntervalSeconds(value: unknown): number {
 }
 
 /** A value as a refusal shows it: `15`, `"15" (a string)`, `null`, `true (a boolean)`. */
-export function describeValue(value: unknown): string {
+function describeValue(value: unknown): string {
   if (typeof value === 'number' || value === undefined || value === null) return String(value);
   if (typeof value === 'string') return `${JSON.stringify(value)} (a string)`;
   if (typeof value === 'object') return `${Array.isArray(value) ? 'an array' : 'an object'}`;
@@ -154,7 +154,7 @@ function timerSeconds(value: unknown, fallback: number, option: string): number 
   return s;
 }
 
-export function resolveMemoryRoot(root: unknown): string {
+function resolveMemoryRoot(root: unknown): string {
   if (typeof root !== 'string' || !root.startsWith('/') || root.includes('\0')) {
     throw new MemoryConfigError(`memoryRoot must be an absolute POSIX path; got ${JSON.stringify(root)}`, 'memoryRoot');
   }
@@ -166,7 +166,7 @@ export function resolveMemoryRoot(root: unknown): string {
  * An absolute path, normalised like memoryRoot. Not inside memoryRoot (nor memoryRoot itself):
  * what the agent can reach must never hold the records recovery trusts.
  */
-export function resolveStateDir(dir: unknown, memoryRoot: string): string {
+function resolveStateDir(dir: unknown, memoryRoot: string): string {
   if (typeof dir !== 'string' || !dir.startsWith('/') || dir.includes('\0')) {
     throw new MemoryConfigError(`stateDir must be an absolute POSIX path; got ${JSON.stringify(dir)}`, 'stateDir');
   }

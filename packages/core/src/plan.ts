@@ -1,6 +1,8 @@
 import type { LocalFile } from './scan.js';
 import { ancestorPaths } from './memory-path.js';
 import { detectRenames } from './renames.js';
+import type { PathReasonCode, Reason } from './reasons.js';
+import type { PathReport } from './reports.js';
 import type { Access, DeletionMode } from './types.js';
 
 /**
@@ -9,10 +11,15 @@ import type { Access, DeletionMode } from './types.js';
  * input always gives the same plan, which is what lets every row of SPEC 4.2 be tested alone.
  */
 
-/** A memory in the store's content-free listing, by wire path. */
+/** A memory in the store's listing, by wire path. */
 export interface RemoteEntry {
   id: string;
   sha: string;
+  /**
+   * The content, when the listing carried it (the download lists with content): a pull of it
+   * then writes this instead of fetching the memory again. The executor still checks its sha.
+   */
+  content?: string;
 }
 
 export interface PlanInput {
@@ -22,8 +29,6 @@ export interface PlanInput {
   now: number;
   /** How long a file must stay missing before its remote delete; 0 when waived (finalize). */
   graceMs: number;
-  /** Push-only flush: pushes (and refusals) only; no pulls, no deletes, no baseline moves. */
-  pushOnly: boolean;
   /** path -> sha both sides agreed on after the last successful transfer. */
   baseline: ReadonlyMap<string, string>;
   /**
@@ -34,7 +39,7 @@ export interface PlanInput {
   baselineIds?: ReadonlyMap<string, string>;
   localFiles: ReadonlyMap<string, LocalFile>;
   /** Wire paths the scan could not see into (symlinks, special files, unreadable folders). */
-  localBlocked: ReadonlyMap<string, string>;
+  localBlocked: ReadonlyMap<string, Reason<PathReasonCode>>;
   remote: ReadonlyMap<string, RemoteEntry>;
   /** path -> clock (ms) when the file was first seen missing while its memory was unchanged. */
   missingSince: ReadonlyMap<string, number>;
@@ -48,96 +53,186 @@ export interface PlanInput {
 }
 
 export type PullReason = 'remote_changed' | 'new_remote' | 'conflict' | 'restore';
-export type PushReason = 'local_changed' | 'new_local' | 'recreate';
 
-export type Action =
-  /** Fetch the memory and write it to disk, if the local file still is `expectLocal` (null: absent). */
-  | { type: 'pull'; path: string; memoryId: string; remoteSha: string; expectLocal: string | null; reason: PullReason }
-  /** Both sides already hold `sha`: record it, transfer nothing. */
-  | { type: 'adopt'; path: string; sha: string }
-  /** Send the file. With `memoryId`, an update guarded by `expectedRemoteSha`; without, a create. */
-  | { type: 'push'; path: string; localSha: string; memoryId?: string; expectedRemoteSha?: string; reason: PushReason }
-  /**
-   * The store renamed this memory from `from` to `path`: the file moves on disk (if it still is
-   * `expectLocal`), no content transferred; the baseline's `baseSha` moves with it. An edit made
-   * on either side meanwhile is then settled at the new path by `then` (a local edit is pushed to
-   * the same memory, by id), as the table would settle it there.
-   */
-  | {
-      type: 'rename_local';
-      path: string;
-      from: string;
-      memoryId: string;
-      expectLocal: string;
-      baseSha: string;
-      /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
-      alreadyMoved?: true;
-      /** What the table says at the new path once the file is there (an edit on either side); run only after the move. */
-      then?: Action;
-    }
-  /** The agent renamed `from` to `path` (same content `sha`): the memory's path is updated, guarded by `sha`. */
-  | { type: 'rename_remote'; path: string; from: string; memoryId: string; sha: string }
-  /** Remove the local file, if it still is `expectLocal`. */
-  | { type: 'delete_local'; path: string; expectLocal: string }
-  /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
-  | { type: 'delete_remote'; path: string; memoryId: string; expectedRemoteSha: string; mode: 'send' | 'log_only' }
-  /** Gone on both sides: drop from the baseline. */
-  | { type: 'forget'; path: string }
-  /** Local content that must not be pushed. `firstTime`: warn now; otherwise it was warned already. */
-  | { type: 'refuse'; path: string; localSha: string; reason: string; firstTime: boolean }
-  /** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
-  | { type: 'keep_local'; path: string; localSha: string; warn: boolean }
-  /** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
-  | { type: 'note_conflict'; path: string };
+/**
+ * Actions come in three kinds, kept in three lists of the plan so that what needs I/O is
+ * visible at a glance: transfers (the executor performs them and reports an outcome each),
+ * baseline-only moves and report-only notes (both settled without any I/O). A new kind of
+ * action (a `rename`) joins one union below; the exhaustive switches of `applyPlan` and
+ * `settle` then name every place that must learn it.
+ */
+
+/** Fetch the memory (or take the `content` the listing carried) and write it, if the local file still is `expectLocal` (null: absent). */
+export interface Pull {
+  type: 'pull';
+  path: string;
+  memoryId: string;
+  remoteSha: string;
+  expectLocal: string | null;
+  reason: PullReason;
+  content?: string;
+}
+/** Send the file as the new content of `memoryId`, guarded by `expectedRemoteSha` (the store's sha, which is the baseline's). */
+export interface Update {
+  type: 'update';
+  path: string;
+  localSha: string;
+  memoryId: string;
+  expectedRemoteSha: string;
+}
+/** Create a memory from the file: a new file, or the only copy of a memory deleted in the store (`recreate`). */
+export interface Create {
+  type: 'create';
+  path: string;
+  localSha: string;
+  reason: 'new_local' | 'recreate';
+}
+/** Remove the local file, if it still is `expectLocal`. */
+export interface DeleteLocal {
+  type: 'delete_local';
+  path: string;
+  expectLocal: string;
+}
+/** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
+export interface DeleteRemote {
+  type: 'delete_remote';
+  path: string;
+  memoryId: string;
+  expectedRemoteSha: string;
+  mode: 'send' | 'log_only';
+}
+/**
+ * The store renamed this memory from `from` to `path`: the file moves on disk (if it still is
+ * `expectLocal`), no content transferred; the baseline's `baseSha` moves with it. An edit made
+ * on either side meanwhile is then settled at the new path by `then`, as the table would settle
+ * it there (a local edit is an update of the same memory, by id), only once the move is done.
+ */
+export interface RenameLocal {
+  type: 'rename_local';
+  path: string;
+  from: string;
+  memoryId: string;
+  expectLocal: string;
+  baseSha: string;
+  /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
+  alreadyMoved?: true;
+  then?: Pull | Update | Adopt | Refuse | KeepLocal;
+}
+/** The agent renamed `from` to `path` (same content `sha`): the memory's path is updated, guarded by `sha`. */
+export interface RenameRemote {
+  type: 'rename_remote';
+  path: string;
+  from: string;
+  memoryId: string;
+  sha: string;
+}
+export type Transfer = Pull | Update | Create | DeleteLocal | DeleteRemote | RenameLocal | RenameRemote;
+
+/** Both sides already hold `sha`: record it, transfer nothing. */
+export interface Adopt {
+  type: 'adopt';
+  path: string;
+  sha: string;
+}
+/** Gone on both sides: drop from the baseline. */
+export interface Forget {
+  type: 'forget';
+  path: string;
+}
+export type BaselineAction = Adopt | Forget;
+
+/** Local content that must not be pushed, and why. `firstTime`: warn now; otherwise it was warned already. */
+export interface Refuse {
+  type: 'refuse';
+  path: string;
+  localSha: string;
+  code: PathReasonCode;
+  detail: string;
+  firstTime: boolean;
+}
+/** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
+export interface KeepLocal {
+  type: 'keep_local';
+  path: string;
+  localSha: string;
+  warn: boolean;
+}
+/** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
+export interface NoteConflict {
+  type: 'note_conflict';
+  path: string;
+}
+export type ReportAction = Refuse | KeepLocal | NoteConflict;
+
+export type Action = Transfer | BaselineAction | ReportAction;
 
 export interface Plan {
-  actions: Action[];
+  /** What needs I/O, in path order: the executor's work. */
+  transfers: Transfer[];
+  /** Baseline moves that need no I/O. */
+  baselineOnly: BaselineAction[];
+  /** Things to report (and warn about) that change nothing on either side. */
+  reportOnly: ReportAction[];
   /** The candidate list after this pass: a file that reappeared has left it. */
   missingSince: Map<string, number>;
   /** Local deletions not sent this pass (grace, cap, `log_only`, `disabled`). */
   pendingDeletions: string[];
-  /** Paths left alone because the scan could not see them, with the reason. */
-  skipped: { path: string; reason: string }[];
+  /**
+   * Paths left alone, with why: under a folder the scan could not see into, or written too
+   * recently. (A path the scan itself blocked is reported by the scan, not repeated here.)
+   */
+  skipped: PathReport[];
 }
 
 /** The rows of SPEC 4.2, in the table's order. B = baseline, L = local, R = remote sha. */
-export type Row =
-  | 'unchanged' //                   L = B = R
-  | 'local_changed' //               only L changed
-  | 'remote_changed' //              only R changed
-  | 'both_changed_same' //           both changed, L = R
-  | 'both_changed_differ' //         both changed, L != R
-  | 'local_missing' //               L missing, R = B
-  | 'local_missing_remote_changed' //L missing, R changed
-  | 'both_missing' //                L missing, R missing
-  | 'remote_missing' //              R missing, L = B
-  | 'remote_missing_local_edited' // R missing, L edited
-  | 'new_local' //                   new local file
-  | 'new_remote'; //                 new remote memory
+export type Row = Cell<unknown, unknown>['row'];
 
-type Sha = string | undefined;
+/**
+ * A path's row, holding the sides that row has (and only those): the planner reads the local
+ * file and the remote entry off the row itself, never off a lookup it must assert.
+ */
+export type Cell<L, R> =
+  | { row: 'unchanged' } //                                      L = B = R
+  | { row: 'local_changed'; local: L; remote: R } //             only L changed (R = B)
+  | { row: 'remote_changed'; local: L; remote: R } //            only R changed (L = B)
+  | { row: 'both_changed_same'; local: L; remote: R } //         both changed, L = R
+  | { row: 'both_changed_differ'; local: L; remote: R } //       both changed, L != R
+  | { row: 'local_missing'; baseline: string; remote: R } //     L missing, R = B
+  | { row: 'local_missing_remote_changed'; remote: R } //        L missing, R changed
+  | { row: 'both_missing' } //                                   L missing, R missing
+  | { row: 'remote_missing'; local: L } //                       R missing, L = B
+  | { row: 'remote_missing_local_edited'; local: L } //          R missing, L edited
+  | { row: 'new_local'; local: L } //                            new local file
+  | { row: 'new_remote'; remote: R }; //                         new remote memory
 
 /**
  * Which row of the table a path is in. `undefined` means absent on that side. Rows 1-5 need L
  * and R present; a path with no baseline but the same content on both sides is row 4 (both
  * sides created it alike), with different content row 5.
  */
-export function classify(b: Sha, l: Sha, r: Sha): Row {
-  if (l !== undefined && r !== undefined) {
-    if (l === b && r === b) return 'unchanged';
-    if (r === b) return 'local_changed';
-    if (l === b) return 'remote_changed';
-    return l === r ? 'both_changed_same' : 'both_changed_differ';
+export function classify<L extends { sha: string }, R extends { sha: string }>(
+  b: string | undefined,
+  local: L | undefined,
+  remote: R | undefined,
+): Cell<L, R> {
+  if (local !== undefined && remote !== undefined) {
+    const l = local.sha;
+    const r = remote.sha;
+    if (l === b && r === b) return { row: 'unchanged' };
+    if (r === b) return { row: 'local_changed', local, remote };
+    if (l === b) return { row: 'remote_changed', local, remote };
+    return { row: l === r ? 'both_changed_same' : 'both_changed_differ', local, remote };
   }
-  if (b !== undefined && l === undefined) {
-    if (r === b) return 'local_missing';
-    if (r !== undefined) return 'local_missing_remote_changed';
-    return 'both_missing';
+  if (b !== undefined && local === undefined) {
+    if (remote === undefined) return { row: 'both_missing' };
+    return remote.sha === b ? { row: 'local_missing', baseline: b, remote } : { row: 'local_missing_remote_changed', remote };
   }
-  if (b !== undefined) return l === b ? 'remote_missing' : 'remote_missing_local_edited';
+  if (b !== undefined && local !== undefined) {
+    return local.sha === b ? { row: 'remote_missing', local } : { row: 'remote_missing_local_edited', local };
+  }
   // No baseline, one side only.
-  if (l !== undefined) return 'new_local';
-  if (r !== undefined) return 'new_remote';
+  if (local !== undefined) return { row: 'new_local', local };
+  if (remote !== undefined) return { row: 'new_remote', remote };
   throw new Error('classify: a path absent everywhere has no row');
 }
 
@@ -147,42 +242,46 @@ export function deleteCap(baselineSize: number): number {
 }
 
 export function planStore(input: PlanInput): Plan {
-  const { access, deletionMode, now, graceMs, pushOnly, baseline, localFiles, remote, missingSince, refused } = input;
-  const actions: Action[] = [];
-  const nextMissingSince = new Map<string, number>();
-  const pendingDeletions: string[] = [];
-  const skipped: Plan['skipped'] = [];
+  const { access, deletionMode, now, graceMs, baseline, localFiles, remote, missingSince, refused } = input;
+  const plan: Plan = { transfers: [], baselineOnly: [], reportOnly: [], missingSince: new Map(), pendingDeletions: [], skipped: [] };
   const cap = deleteCap(baseline.size);
   let deletesThisPass = 0;
   const readWrite = access === 'read_write';
 
   // Pushing a path: the one place that decides whether content may go out.
-  // `refusedAs`: the path whose refusal record applies (the file's old path, for a rename).
-  const pushAction = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry, refusedAs = path): Action => {
-    if (local.unpushable || refused.get(refusedAs) === local.sha) {
-      const why = local.unpushable ?? 'refused by the store';
-      return { type: 'refuse', path, localSha: local.sha, reason: why, firstTime: refused.get(refusedAs) !== local.sha };
+  const push = (path: string, local: LocalFile, send: Update | Create): void => {
+    const refusedBefore = refused.get(path) === local.sha;
+    if (local.unpushable || refusedBefore) {
+      const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
+      plan.reportOnly.push({ type: 'refuse', path, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore });
+      return;
     }
-    return target
-      ? { type: 'push', path, localSha: local.sha, memoryId: target.id, expectedRemoteSha: target.sha, reason }
-      : { type: 'push', path, localSha: local.sha, reason };
+    plan.transfers.push(send);
   };
-  const push = (path: string, local: LocalFile, reason: PushReason, target?: RemoteEntry): void => {
-    actions.push(pushAction(path, local, reason, target));
-  };
-  const pull = (path: string, r: RemoteEntry, l: Sha, reason: PullReason): void => {
-    if (!pushOnly) actions.push({ type: 'pull', path, memoryId: r.id, remoteSha: r.sha, expectLocal: l ?? null, reason });
+  const pull = (path: string, r: RemoteEntry, expectLocal: string | null, reason: PullReason): void => {
+    plan.transfers.push({
+      type: 'pull',
+      path,
+      memoryId: r.id,
+      remoteSha: r.sha,
+      expectLocal,
+      reason,
+      ...(r.content !== undefined && { content: r.content }),
+    });
   };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
-    if (!pushOnly) actions.push({ type: 'keep_local', path, localSha: local.sha, warn });
+    plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
 
-  // Renames first: the paths they claim are not judged again by the rows below.
+  // Renames first (renames.ts): the paths they claim are not judged again by the rows below.
   const renames = detectRenames({
     baseline,
     baselineIds: input.baselineIds ?? new Map(),
     localFiles,
-    blocked: (path) => blockedReason(path, input.localBlocked),
+    blocked: (path) => {
+      const why = blockedReason(path, input.localBlocked);
+      return why === undefined ? undefined : why === 'self' ? 'blocked' : why.detail;
+    },
     remote,
     readWrite,
     refused,
@@ -190,23 +289,25 @@ export function planStore(input: PlanInput): Plan {
   const claimed = new Set<string>();
   for (const r of renames.remote) {
     claimed.add(r.from).add(r.to);
-    // The file as scanned: still at `from`, or already at `to`.
     const local = localFiles.get(r.alreadyMoved ? r.to : r.from)!;
-    const where = r.alreadyMoved ? r.to : r.from;
     const target: RemoteEntry = { id: r.memoryId, sha: r.remoteSha };
-    const row = classify(r.baseSha, local.sha, r.remoteSha);
-    if (pushOnly) {
-      // A flush moves nothing on disk; a local edit still goes to the memory where it now is.
-      if (row === 'local_changed' && readWrite) actions.push(pushAction(where, local, 'local_changed', target, r.from));
-      else if (row === 'both_changed_differ') actions.push({ type: 'note_conflict', path: where });
-      continue;
-    }
     // The row the new path is in once the file is there: B moves with the file.
-    let then: Action | undefined;
-    switch (row) {
-      case 'local_changed':
-        then = readWrite ? pushAction(r.to, local, 'local_changed', target, r.from) : { type: 'keep_local', path: r.to, localSha: local.sha, warn: false };
+    const cell = classify(r.baseSha, local, target);
+    let then: RenameLocal['then'];
+    switch (cell.row) {
+      case 'local_changed': {
+        if (!readWrite) {
+          then = { type: 'keep_local', path: r.to, localSha: local.sha, warn: false };
+          break;
+        }
+        // Refused content stays refused under its new name (the record is kept by the old one).
+        const refusedBefore = refused.get(r.from) === local.sha || refused.get(r.to) === local.sha;
+        if (local.unpushable || refusedBefore) {
+          const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
+          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore };
+        } else then = { type: 'update', path: r.to, localSha: local.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha };
         break;
+      }
       case 'remote_changed':
         then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed' };
         break;
@@ -219,7 +320,7 @@ export function planStore(input: PlanInput): Plan {
       default:
         break;
     }
-    actions.push({
+    plan.transfers.push({
       type: 'rename_local',
       path: r.to,
       from: r.from,
@@ -232,47 +333,41 @@ export function planStore(input: PlanInput): Plan {
   }
   for (const r of renames.local) {
     claimed.add(r.from).add(r.to);
-    actions.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
+    plan.transfers.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
   }
 
   for (const path of allPaths(baseline, localFiles, remote)) {
     if (claimed.has(path)) continue;
-    const blockedBy = blockedReason(path, input.localBlocked);
-    if (blockedBy) {
+    const blocked = blockedReason(path, input.localBlocked);
+    if (blocked) {
       // The scan could not see this path: absent is not known to mean deleted. Hands off.
-      skipped.push({ path, reason: blockedBy });
+      if (blocked !== 'self') plan.skipped.push({ path, code: blocked.code, reason: blocked.detail });
       continue;
     }
-    const b = baseline.get(path);
-    const local = localFiles.get(path);
-    const r = remote.get(path);
-    const l = local?.sha;
-
-    switch (classify(b, l, r?.sha)) {
+    const cell = classify(baseline.get(path), localFiles.get(path), remote.get(path));
+    switch (cell.row) {
       case 'unchanged':
         break;
 
       case 'local_changed':
         // L != B = R: the agent edited; the store still holds what we last agreed on.
-        if (readWrite) push(path, local!, 'local_changed', r!);
-        else keep(path, local!, false);
+        if (readWrite) push(path, cell.local, { type: 'update', path, localSha: cell.local.sha, memoryId: cell.remote.id, expectedRemoteSha: cell.remote.sha });
+        else keep(path, cell.local, false);
         break;
 
       case 'remote_changed':
         // L = B != R: another writer edited; the file is as we left it.
-        pull(path, r!, l, 'remote_changed');
+        pull(path, cell.remote, cell.local.sha, 'remote_changed');
         break;
 
       case 'both_changed_same':
         // L = R != B: both sides reached the same content; only the baseline is behind.
-        if (!pushOnly) actions.push({ type: 'adopt', path, sha: l! });
+        plan.baselineOnly.push({ type: 'adopt', path, sha: cell.local.sha });
         break;
 
       case 'both_changed_differ':
-        // L != R, both != B: a real conflict. The store is the source of truth and wins. A
-        // push-only flush cannot pull, but the local edit it will not send must still be named.
-        if (pushOnly) actions.push({ type: 'note_conflict', path });
-        else pull(path, r!, l, 'conflict');
+        // L != R, both != B: a real conflict. The store is the source of truth and wins.
+        pull(path, cell.remote, cell.local.sha, 'conflict');
         break;
 
       case 'local_missing': {
@@ -280,57 +375,87 @@ export function planStore(input: PlanInput): Plan {
         // Tracked for read-only stores too (never deleted there): a folder emptied one file at a
         // time must not read as a wipe to the trust check.
         const since = missingSince.get(path) ?? now;
-        nextMissingSince.set(path, since);
-        if (!readWrite || pushOnly) break;
+        plan.missingSince.set(path, since);
+        if (!readWrite) break;
         const due = deletionMode !== 'disabled' && now - since >= graceMs && deletesThisPass < cap;
         if (!due) {
-          pendingDeletions.push(path);
+          plan.pendingDeletions.push(path);
           break;
         }
         deletesThisPass++;
         const mode = deletionMode === 'enabled' ? 'send' : 'log_only';
-        if (mode === 'log_only') pendingDeletions.push(path);
-        actions.push({ type: 'delete_remote', path, memoryId: r!.id, expectedRemoteSha: b!, mode });
+        if (mode === 'log_only') plan.pendingDeletions.push(path);
+        plan.transfers.push({ type: 'delete_remote', path, memoryId: cell.remote.id, expectedRemoteSha: cell.baseline, mode });
         break;
       }
 
       case 'local_missing_remote_changed':
         // L gone, R != B: the store has news the agent never saw. Restore rather than delete it.
-        pull(path, r!, undefined, 'restore');
+        pull(path, cell.remote, null, 'restore');
         break;
 
       case 'both_missing':
-        if (!pushOnly) actions.push({ type: 'forget', path });
+        plan.baselineOnly.push({ type: 'forget', path });
         break;
 
       case 'remote_missing':
         // R gone, L = B: deleted in the store, untouched here. Follow the store.
-        if (!pushOnly) actions.push({ type: 'delete_local', path, expectLocal: l! });
+        plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
         break;
 
       case 'remote_missing_local_edited':
         // R gone, L != B: the file is now the only copy of this memory. Never drop it.
-        if (readWrite) push(path, local!, 'recreate');
-        else keep(path, local!, true);
+        if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'recreate' });
+        else keep(path, cell.local, true);
         break;
 
       case 'new_local':
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
-        if (input.settleAfter !== null && local!.mtimeMs > input.settleAfter) {
-          skipped.push({ path, reason: 'written less than a moment ago; left for the next pass' });
+        if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter) {
+          plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
           break;
         }
-        if (readWrite) push(path, local!, 'new_local');
-        else keep(path, local!, false);
+        if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'new_local' });
+        else keep(path, cell.local, false);
         break;
 
       case 'new_remote':
-        pull(path, r!, undefined, 'new_remote');
+        pull(path, cell.remote, null, 'new_remote');
         break;
     }
   }
-  return { actions, missingSince: nextMissingSince, pendingDeletions, skipped };
+  return plan;
+}
+
+/**
+ * The push-only view of a plan (finalize's flush, crash recovery): its pushes and refusals,
+ * nothing else. No pulls, no deletes, no baseline moves; a conflict, which the full plan
+ * settles with a pull, is only noted (the store wins it, and the local edit is not sent). The
+ * deletion candidates are kept as they are, and none is pending: a flush never deletes.
+ */
+export function pushOnlyView(plan: Plan): Plan {
+  const transfers: Transfer[] = [];
+  const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse');
+  for (const t of plan.transfers) {
+    if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
+    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path });
+    else if (t.type === 'rename_local') {
+      // Nothing moves on disk: the edit still goes to the memory where it now is, read from
+      // where the file is (its old path, unless it was already moved).
+      const where = t.alreadyMoved ? t.path : t.from;
+      const then = t.then;
+      if (then?.type === 'update') transfers.push({ ...then, path: where });
+      else if (then?.type === 'refuse') reportOnly.push({ ...then, path: where });
+      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where });
+    }
+  }
+  return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], skipped: plan.skipped };
+}
+
+/** Every action of a plan, in one list (transfers first). */
+export function planActions(plan: Plan): Action[] {
+  return [...plan.transfers, ...plan.baselineOnly, ...plan.reportOnly];
 }
 
 /**
@@ -356,14 +481,18 @@ function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {
   return [...paths].sort();
 }
 
-/** Why `path` (or a folder above it) could not be seen, or undefined. `/` blocks everything. */
-function blockedReason(path: string, blocked: ReadonlyMap<string, string>): string | undefined {
+/**
+ * Why `path` could not be seen: `self` when the scan blocked the path itself (and reports it),
+ * the folder's reason when a folder above it was blocked, or undefined. `/` blocks everything.
+ */
+function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathReasonCode>>): Reason<PathReasonCode> | 'self' | undefined {
   if (blocked.size === 0) return undefined;
-  const own = blocked.get(path) ?? blocked.get('/');
-  if (own) return own;
+  if (blocked.has(path)) return 'self';
+  const root = blocked.get('/');
+  if (root) return root;
   for (const folder of ancestorPaths(path)) {
     const reason = blocked.get(folder);
-    if (reason) return `${folder} ${reason}`;
+    if (reason) return { code: reason.code, detail: `${folder} ${reason.detail}` };
   }
   return undefined;
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
@@ -103,6 +104,9 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   const stateDir = resolved.stateDir!;
   const { logger, now, memoryRoot } = resolved;
   const controller = new AbortController();
+  // Every store call in flight listens to the deadline: a pool of transfers is far more than
+  // Node's default of 10 listeners, and its warning would read as a leak.
+  setMaxListeners(0, controller.signal);
   const ms = resolved.finalSyncTimeoutMs;
   const timer = setTimeout(() => controller.abort(new Error(`finalSyncTimeout (${ms / 1000} s) ran out`)), ms);
   const ctx: Context = {
@@ -303,7 +307,8 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const refusal = await store.removalRefusal();
     if (refusal) {
       await recorder.retire({ remove: false });
-      return leave(/marker check failed \(unreadable\)/.test(refusal) ? 'marker_unreadable' : 'marker_mismatch', refusal);
+      // A distrusted folder here is one whose marker the sync found wrong.
+      return leave(refusal.code === 'marker_unreadable' ? 'marker_unreadable' : 'marker_mismatch', refusal.reason);
     }
     await recorder.retire({ remove: false });
     return await removeRecovered(ctx, entry, record, folder, logger);
@@ -322,7 +327,7 @@ async function removeRecovered(
   logger: Logger,
 ): Promise<RecoveredStoreReport> {
   const outcome = await removeCreatedFolder(ctx.fs, { path: record.host_path }, folder);
-  if (!outcome.removed && outcome.reason !== 'already gone') {
+  if (!outcome.removed && !outcome.gone) {
     entry.outcome = 'left';
     entry.left = { code: 'not_removed', reason: `the folder ${outcome.reason}` };
     logger.warn(`recovery synced the store folder but left it: ${outcome.reason}`, { path: record.host_path, record: entry.record });
@@ -382,6 +387,7 @@ async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncRepo
 function cutOffReport(mount: MountedStore): StoreSyncReport {
   const cut = emptyReport(mount);
   cut.status = 'skipped';
+  cut.code = 'time_bound';
   cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
   return cut;
 }
@@ -440,7 +446,7 @@ async function markerStoreId(fs: FileSystem, path: string): Promise<string | und
 }
 
 /** Whether a process with this pid runs on this host (EPERM: it does, as another user). */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

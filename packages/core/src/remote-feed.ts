@@ -378,7 +378,7 @@ export function stateFromListing(
 }
 
 /** What the state keeps of a memory a listing, a write or a fetch returned. */
-export function knownFrom(memory: ListedMemory): KnownMemory {
+function knownFrom(memory: ListedMemory): KnownMemory {
   return {
     path: memory.path,
     sha: memory.content_sha256,

@@ -1,5 +1,6 @@
 import { ancestorPaths, mountablePathProblem } from './memory-path.js';
 import type { RemoteEntry } from './plan.js';
+import type { PathReport } from './reports.js';
 import type { StoreMemory } from './store-client.js';
 
 /**
@@ -10,7 +11,7 @@ import type { StoreMemory } from './store-client.js';
  */
 export interface RemoteIndex {
   remote: Map<string, RemoteEntry>;
-  skipped: { path: string; reason: string }[];
+  skipped: PathReport[];
 }
 
 export function indexRemote(
@@ -27,9 +28,11 @@ export function indexRemote(
     const problem = mountablePathProblem(memory.path);
     const folded = memory.path.toLowerCase();
     const twin = opts.caseInsensitiveDisk ? byFoldedPath.get(folded) : undefined;
-    if (problem) skipped.push({ path: memory.path, reason: `remote path ${problem}` });
-    else if (remote.has(memory.path)) skipped.push({ path: memory.path, reason: 'listed twice by the store' });
-    else if (twin !== undefined) skipped.push({ path: memory.path, reason: `differs only in case from ${twin}, and this disk ignores case` });
+    if (problem) skipped.push({ path: memory.path, code: 'remote_bad_path', reason: `remote path ${problem}` });
+    else if (remote.has(memory.path)) skipped.push({ path: memory.path, code: 'listed_twice', reason: 'listed twice by the store' });
+    else if (twin !== undefined) {
+      skipped.push({ path: memory.path, code: 'case_clash', reason: `differs only in case from ${twin}, and this disk ignores case` });
+    }
     else {
       remote.set(memory.path, { id: memory.id, sha: memory.content_sha256 });
       byFoldedPath.set(folded, memory.path);
@@ -38,7 +41,7 @@ export function indexRemote(
   const folders = new Set<string>();
   for (const path of remote.keys()) for (const folder of ancestorPaths(path)) folders.add(folder);
   for (const path of folders) {
-    if (remote.delete(path)) skipped.push({ path, reason: 'remote path is also a folder of other memories' });
+    if (remote.delete(path)) skipped.push({ path, code: 'path_is_folder', reason: 'remote path is also a folder of other memories' });
   }
   return { remote, skipped };
 }

@@ -1,6 +1,28 @@
 import type { StoreErrorKind } from './errors.js';
 import type { EntryType } from './file-system.js';
+import type { PathReasonCode, ReasonCode, StoreReasonCode } from './reasons.js';
 import type { Access } from './types.js';
+
+/**
+ * One path and why it was left alone or not pushed: `code` for programs (docs/reports.md lists
+ * every one), `reason` for people.
+ */
+export interface PathReport {
+  path: string;
+  code: PathReasonCode;
+  reason: string;
+}
+
+/**
+ * A local change not in the store, and why: a path's own code (`time_bound`, `push_failed`,
+ * `conflict`, a refusal's or a skip's code), or, when the store's pass could not plan at all,
+ * the store's code (`time_bound`, `store_error`, `folder_wiped`...).
+ */
+export interface UnpushedReport {
+  path: string;
+  code: ReasonCode;
+  reason: string;
+}
 
 /**
  * What one pass did to one store. Paths are in wire form (`/notes/a.md`). Plain data: safe to
@@ -19,7 +41,8 @@ export interface StoreSyncReport {
    * `failed`: the pass could not run for this store (listing failed, folder unreadable).
    */
   status: 'synced' | 'redownloaded' | 'skipped' | 'failed';
-  /** Why a store was skipped, failed or re-downloaded. */
+  /** Why a store was skipped, failed or re-downloaded: `code` for programs, `reason` for people. Both set or both absent. */
+  code?: StoreReasonCode;
   reason?: string;
   /** Written to disk from the store. */
   pulled: string[];
@@ -38,11 +61,11 @@ export interface StoreSyncReport {
   /** Both sides changed differently; the store's version was written over the file. */
   conflicts: string[];
   /** Local content the store will not take, or that must never be pushed, with the reason. */
-  refused: { path: string; reason: string }[];
+  refused: PathReport[];
   /** Local deletions not (yet) sent: grace period, per-pass cap, `log_only` or `disabled`. */
   pendingDeletions: string[];
   /** Entries left alone: symlinks, special files, unreadable or invalid paths. */
-  skippedPaths: { path: string; reason: string }[];
+  skippedPaths: PathReport[];
   /** Operations that failed; each is retried by a later pass where that can help. */
   errors: { path?: string; operation: string; kind: StoreErrorKind | 'filesystem'; message: string }[];
   /** Planned actions not started because a time bound ran out (finalize only). */
@@ -77,7 +100,7 @@ export interface FinalizeReport {
    * could not plan at all (listing failed, deadline passed), each local difference from the
    * baseline that the last scan of the folder saw. Empty when everything was pushed.
    */
-  unpushed: { memoryStoreId: string; path: string; reason: string }[];
+  unpushed: ({ memoryStoreId: string } & UnpushedReport)[];
   /** Host directories this mounter created and removed. */
   removed: string[];
   /**
@@ -150,7 +173,7 @@ export interface RecoveredStoreReport {
    * cut off by the time bound, refused by the store...). Non-empty means `outcome: 'left'`.
    * Conflicts are not listed here: the store wins them.
    */
-  unpushed: { path: string; reason: string }[];
+  unpushed: UnpushedReport[];
   /** The recovery pass itself (push-only, against the recorded baseline); null when none ran. */
   sync: StoreSyncReport | null;
   /** The record was removed from `stateDir`. */

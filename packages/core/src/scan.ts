@@ -3,6 +3,7 @@ import { errorCode } from './file-system.js';
 import { MARKER_FILE } from './limits.js';
 import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from './memory-path.js';
+import type { PathReasonCode, Reason } from './reasons.js';
 import type { FolderFile, StoreFolder } from './store-folder.js';
 import { isUnsyncedName } from './temp-files.js';
 import { decodeUtf8 } from './utf8.js';
@@ -15,7 +16,7 @@ export interface LocalFile {
   /** Modification time (host clock, ms) when it was read. */
   mtimeMs: number;
   /** Why this content can never be pushed as it is; absent when it can. */
-  unpushable?: string;
+  unpushable?: Reason<PathReasonCode>;
 }
 
 /**
@@ -30,7 +31,7 @@ export interface LocalSnapshot {
   marker: MarkerState;
   files: Map<string, LocalFile>;
   /** Wire paths of entries left alone (symlinks, special files, unreadable), with the reason. */
-  blocked: Map<string, string>;
+  blocked: Map<string, Reason<PathReasonCode>>;
   /**
    * The blocked paths known to be links or special files, not merely unreadable: nothing of the
    * baseline is behind them, so they do not keep a wiped folder from reading as wiped.
@@ -68,8 +69,8 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
     await folder.walk(
       async ({ files, blocked }) => {
         for (const { wirePath, reason, code } of blocked) {
-          snapshot.blocked.set(wirePath, reason);
-          if (code) notFiles.add(wirePath);
+          snapshot.blocked.set(wirePath, { code, detail: reason });
+          if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);
         }
         await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache))));
       },
@@ -80,7 +81,7 @@ export async function scanStore(folder: StoreFolder, memoryStoreId: string, cach
     );
   } catch (err) {
     if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };
-    snapshot.blocked.set('/', `folder could not be read (${errorCode(err) ?? String(err)})`);
+    snapshot.blocked.set('/', { code: 'unreadable', detail: `folder could not be read (${errorCode(err) ?? String(err)})` });
   }
   for (const path of cache.keys()) if (!snapshot.files.has(path)) cache.delete(path);
   return snapshot;
@@ -109,21 +110,21 @@ async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache)
   try {
     read = await entry.read();
   } catch (err) {
-    out.blocked.set(wirePath, `could not be read (${errorCode(err) ?? (err as Error).message ?? String(err)})`);
+    out.blocked.set(wirePath, { code: 'unreadable', detail: `could not be read (${errorCode(err) ?? (err as Error).message ?? String(err)})` });
     return;
   }
   if (read.kind === 'absent') return;
   if (read.kind === 'other') {
     // Swapped for a link or a special file between the listing and the open.
-    out.blocked.set(wirePath, read.reason);
+    out.blocked.set(wirePath, { code: read.code, detail: read.reason });
     if (read.code === 'is_symlink' || read.code === 'not_regular') out.notFiles?.add(wirePath);
     return;
   }
   const file: LocalFile = { sha: read.sha, size: read.size, mtimeMs: read.stat.mtimeMs };
   const pathProblem = mountablePathProblem(wirePath);
-  if (pathProblem) file.unpushable = `path ${pathProblem}`;
-  else if (read.unpushable) file.unpushable = read.unpushable.detail;
-  else if (read.bytes && decodeUtf8(read.bytes) === null) file.unpushable = 'is not UTF-8 text';
+  if (pathProblem) file.unpushable = { code: 'bad_path', detail: `path ${pathProblem}` };
+  else if (read.unpushable) file.unpushable = read.unpushable;
+  else if (read.bytes && decodeUtf8(read.bytes) === null) file.unpushable = { code: 'not_utf8', detail: 'is not UTF-8 text' };
   out.files.set(wirePath, file);
   // Cache only when the stat taken before the read still describes what was read.
   const { stat: opened } = read;

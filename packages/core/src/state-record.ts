@@ -81,17 +81,17 @@ export function recordFileName(hostPath: string): string {
   return `mm-state-${createHash('sha256').update(hostPath, 'utf8').digest('hex').slice(0, 32)}.json`;
 }
 
-export function isRecordFileName(name: string): boolean {
+function isRecordFileName(name: string): boolean {
   return RECORD_NAME.test(name);
 }
 
 /** For a temp file a record write left (a crash mid-write): the record it was for and its writer's pid. */
-export function parseTempRecordName(name: string): { record: string; pid: number } | null {
+function parseTempRecordName(name: string): { record: string; pid: number } | null {
   const m = TEMP_NAME.exec(name);
   return m ? { record: m[1]!, pid: Number(m[2]) } : null;
 }
 
-export function encodeRecord(record: StateRecord): Uint8Array {
+function encodeRecord(record: StateRecord): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify(record, null, 1)}\n`);
 }
 

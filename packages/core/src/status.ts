@@ -1,3 +1,4 @@
+import type { StoreReasonCode } from './reasons.js';
 import type { StoreSyncReport } from './reports.js';
 import type { SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
@@ -14,7 +15,8 @@ export interface StoreStatus {
   lastPassAt: number | null;
   /** The last pass's status (`downloaded` for the materialize download); null before materialize. */
   lastOutcome: StoreSyncReport['status'] | 'downloaded' | null;
-  /** The last pass's reason, when it was skipped, failed or re-downloaded. */
+  /** The last pass's reason, when it was skipped, failed or re-downloaded: `lastCode` for programs, `lastReason` for people. */
+  lastCode?: StoreReasonCode;
   lastReason?: string;
   /** Clock time (ms) from which `reconcile()` without `force` runs a pass; null once finalized. */
   nextPassDueAt: number | null;

@@ -1,6 +1,7 @@
 import { errorCode, fsError, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
 import { MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
 import { pathSegments } from './memory-path.js';
+import type { PathReasonCode } from './reasons.js';
 import { sha256Hex } from './sha256.js';
 
 /**
@@ -72,8 +73,8 @@ export interface FolderFile {
 export interface FolderVisit {
   wireDir: string;
   files: FolderFile[];
-  /** `code` is set for an entry seen and known to be a link or a special file (not merely unreadable). */
-  blocked: { wirePath: string; reason: string; code?: RefusalCode }[];
+  /** `code` says why: `is_symlink` / `not_regular` for an entry seen and known to be a link or a special file. */
+  blocked: { wirePath: string; reason: string; code: PathReasonCode }[];
 }
 
 const DIR_MODE = 0o700;
@@ -370,7 +371,7 @@ export class StoreFolder {
     for (const entry of entries) {
       const wirePath = `${wireDir}/${entry.name}`;
       if (entry.notUtf8) {
-        folder.blocked.push({ wirePath, reason: 'has a name that is not UTF-8; it cannot be a memory path' });
+        folder.blocked.push({ wirePath, reason: 'has a name that is not UTF-8; it cannot be a memory path', code: 'bad_name' });
         continue;
       }
       if (skip(wireDir, entry)) continue;
@@ -385,7 +386,7 @@ export class StoreFolder {
       if (beyondAnyMemoryPath(wirePath)) {
         // Nothing in it can be a memory: not walked, so a chain of folders thousands deep costs
         // one entry, not memory and descriptors per level.
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason: 'is deeper or longer than any memory path can be; not read' }] });
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason: 'is deeper or longer than any memory path can be; not read', code: 'too_deep' }] });
         continue;
       }
       let child: DirHandle;
@@ -394,7 +395,9 @@ export class StoreFolder {
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue; // removed while walking: simply gone
         const reason = err instanceof FolderRefusal ? err.message.slice(wirePath.length + 1) : `folder could not be read (${errorCode(err) ?? String(err)})`;
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason }] });
+        // A folder listed as one but refused at its open changed between the two steps.
+        const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason, code }] });
         continue;
       }
       try {
@@ -402,7 +405,7 @@ export class StoreFolder {
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue;
         const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason }] });
+        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason, code: err instanceof FolderRefusal ? 'swapped' : 'unreadable' }] });
       } finally {
         await child.close();
       }

@@ -1,33 +1,30 @@
 import { Semaphore } from 'async-mutex';
-import { applyPlan } from './apply.js';
-import { storeCall, StoreError } from './errors.js';
+import { applyPlan, type Outcome } from './apply.js';
+import { StoreError } from './errors.js';
 import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
-import { planStore, settleUnknownWrites } from './plan.js';
+import { planStore, pushOnlyView, settleUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
 import { baselineIdsAfter } from './renames.js';
+import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type RemoteReadMode } from './remote-view.js';
-import type { StoreSyncReport } from './reports.js';
+import type { PathReport, StoreSyncReport } from './reports.js';
 import { scanStore, type LocalSnapshot } from './scan.js';
-import { sha256Hex } from './sha256.js';
+import { settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
-import { FolderRefusal, type StoreFolder } from './store-folder.js';
+import type { StoreFolder } from './store-folder.js';
 import { listStore } from './store-listing.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
-import { encodeUtf8 } from './utf8.js';
 import type { StoreEvents } from './events.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
-
-/** Disk errors that say this one name cannot exist here, not that the disk is failing. */
-const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
 
 export interface StoreSyncDeps {
   client: StoreClient;
@@ -107,12 +104,14 @@ export class StoreSync {
   }
 
   /**
-   * Downloads the whole store into its (existing) folder and makes that the baseline. Throws
-   * on the first failure; what was written before it stays in the baseline.
+   * Downloads the whole store into its (existing) folder and makes that the baseline: the plan
+   * of a store against an empty baseline and an empty folder (every memory `new_remote`), its
+   * pulls carrying the content the listing returned, applied and settled like any pass. One
+   * memory that cannot be placed is skipped and reported; any other failure is thrown, after
+   * what was written is settled into the baseline.
    */
-  async download(signal: AbortSignal): Promise<{ written: string[]; skipped: { path: string; reason: string }[] }> {
+  async download(signal: AbortSignal): Promise<{ written: string[]; skipped: PathReport[] }> {
     const { client, logger } = this.deps;
-    const folder = this.#folder;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
     // wiped folder must never read as the agent's deletions if the listing fails part-way.
@@ -122,59 +121,58 @@ export class StoreSync {
     this.state.scanCache.clear();
     this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
-    this.#caseInsensitive = (await folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
+    this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     const startedMs = performance.now();
     const listed = await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
     this.#remote.adoptListing(listed, { startedMs, endedMs: performance.now() }, (this.deps.now ?? Date.now)());
-    const { remote, skipped } = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
-    for (const { path, reason } of skipped) this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
-    const byPath = new Map(listed.map((m) => [m.path, m]));
+    const index = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
+    for (const { path, code, reason } of index.skipped) this.warnOnce(`remote:${path}:${code}`, `remote memory skipped: ${reason}`, { path });
 
-    const written: string[] = [];
-    const unmountable: { path: string; reason: string }[] = [];
-    const skipMemory = (path: string, reason: string, fields: Record<string, unknown> = {}) => {
-      unmountable.push({ path, reason });
-      this.warnOnce(`unmountable:${path}:${reason}`, `remote memory not written: ${reason}`, { path, ...fields });
-    };
-    const slots = this.#pool;
-    const progress = countProgress(this.deps.events, remote.size);
-    await Promise.all(
-      [...remote.keys()].map((path) =>
-        slots.runExclusive(async () => {
-          signal.throwIfAborted();
-          let memory = byPath.get(path)!;
-          if ((memory.content_size_bytes ?? 0) > MAX_MEMORY_BYTES) {
-            return skipMemory(path, `it is ${memory.content_size_bytes} bytes, over the ${MAX_MEMORY_BYTES}-byte limit`);
-          }
-          if (typeof memory.content !== 'string') memory = await storeCall(client.get(storeId, memory.id, { signal }));
-          const bytes = encodeUtf8(memory.content ?? '');
-          if (bytes.byteLength > MAX_MEMORY_BYTES) {
-            return skipMemory(path, `it is ${bytes.byteLength} bytes, over the ${MAX_MEMORY_BYTES}-byte limit`);
-          }
-          if (typeof memory.content !== 'string' || sha256Hex(bytes) !== memory.content_sha256) {
-            throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
-          }
-          try {
-            // A fresh folder holds nothing, so anything here is a name clash (a case-insensitive
-            // disk, or a file/folder overlap): never write over it.
-            await folder.write(path, bytes, { onlyIfAbsent: true });
-          } catch (err) {
-            // One memory that cannot be placed (a folder on its way replaced, a name the disk
-            // refuses) never fails the whole download: it is skipped and reported.
-            if (err instanceof FolderRefusal) return skipMemory(path, `its place on disk is taken: ${err.message}`);
-            const code = errorCode(err);
-            if (code && UNPLACEABLE_CODES.has(code)) return skipMemory(path, `the disk refused it (${code})`);
-            throw err;
-          }
-          this.state.baseline.set(path, memory.content_sha256);
-          this.state.baselineIds.set(path, memory.id);
-          written.push(path);
-        }).finally(progress),
-      ),
-    );
-    folder.release();
-    logger.debug('downloaded', { path: this.mount.path, memories: written.length });
-    return { written: written.sort(), skipped: [...skipped, ...unmountable] };
+    // The listing's content rides on each pull (a memory it left without content is fetched by
+    // the executor). One whose size says it is over the limit is never fetched nor planned.
+    const byPath = new Map(listed.map((m) => [m.path, m]));
+    const remote = new Map<string, RemoteEntry>();
+    const oversize: PathReport[] = [];
+    for (const [path, entry] of index.remote) {
+      const memory = byPath.get(path);
+      const size = memory?.content_size_bytes ?? 0;
+      if (size > MAX_MEMORY_BYTES) {
+        oversize.push({ path, code: 'remote_too_large', reason: `it is ${size} bytes, over the ${MAX_MEMORY_BYTES}-byte limit` });
+        continue;
+      }
+      remote.set(path, typeof memory?.content === 'string' ? { ...entry, content: memory.content } : entry);
+    }
+    // No baseline, no files: every memory is `new_remote`, so neither the clock nor the
+    // deletion mode can matter.
+    const plan = planStore({
+      access: this.mount.access,
+      deletionMode: this.deps.deletionMode,
+      now: 0,
+      graceMs: 0,
+      settleAfter: null,
+      baseline: new Map(),
+      localFiles: new Map(),
+      localBlocked: new Map(),
+      remote,
+      missingSince: new Map(),
+      refused: new Map(),
+    });
+    plan.skipped.push(...oversize);
+    // A download's pulls are not news to listeners: only its progress is told.
+    const events = this.deps.events && progressOnly(this.deps.events);
+    const outcomes = await this.apply(plan, signal, events);
+    const report = this.settle(plan, outcomes);
+    this.#folder.release();
+    for (const { path, code, reason } of report.skippedPaths) {
+      this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
+    }
+    // All or nothing for materialize: the first failure (in path order) is the download's.
+    signal.throwIfAborted();
+    const failed = outcomes.find((o) => o.result.kind === 'failed');
+    if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
+    if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
+    logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
+    return { written: [...report.pulled].sort(), skipped: [...index.skipped, ...report.skippedPaths] };
   }
 
   /**
@@ -203,9 +201,12 @@ export class StoreSync {
       await this.runPass(opts, report);
     } catch (err) {
       // Everything below is caught per action; reaching here means the pass could not run.
-      report.status = opts.signal.aborted ? 'skipped' : 'failed';
-      report.reason = opts.signal.aborted ? 'cut off by the time bound' : describe(err);
-      if (!opts.signal.aborted) this.deps.logger.warn('sync failed for this store', { path: this.mount.path, error: report.reason });
+      if (opts.signal.aborted) stop(report, 'skipped', 'time_bound', 'cut off by the time bound');
+      else {
+        const why = describe(err);
+        stop(report, 'failed', why.code, why.reason);
+        this.deps.logger.warn('sync failed for this store', { path: this.mount.path, error: why.reason });
+      }
     } finally {
       this.#folder.release();
     }
@@ -216,11 +217,7 @@ export class StoreSync {
     const { client, logger } = this.deps;
     const { state, mount } = this;
     this.#remote.beginPass();
-    if (state.distrusted) {
-      report.status = 'skipped';
-      report.reason = `folder not trusted: ${state.distrusted}`;
-      return;
-    }
+    if (state.distrusted) return stop(report, 'skipped', 'distrusted', `folder not trusted: ${state.distrusted}`);
     opts.signal.throwIfAborted();
 
     const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache);
@@ -233,20 +230,15 @@ export class StoreSync {
       case 'distrusted':
         state.distrusted = verdict.reason;
         logger.warn(`folder left exactly as found and never synced again: ${verdict.reason}`, { path: mount.path });
-        report.status = 'skipped';
-        report.reason = `folder not trusted: ${verdict.reason}`;
-        return;
+        return stop(report, 'skipped', 'distrusted', `folder not trusted: ${verdict.reason}`);
       case 'unreadable':
-        report.status = 'failed';
-        report.reason = verdict.reason;
         logger.warn(`sync skipped: ${verdict.reason}`, { path: mount.path });
-        return;
+        return stop(report, 'failed', 'folder_unreadable', verdict.reason);
       case 'redownload':
         if (opts.pushOnly) {
           this.keepScan(snapshot); // files made since the wipe are not pushed: finalize names them
-          report.status = 'skipped';
-          report.reason = `${verdict.reason}; a push-only flush does not re-download`;
-          return;
+          // Skipped with the re-download's code: that is how a reader tells a wipe the flush left.
+          return stop(report, 'skipped', verdict.code, `${verdict.reason}; a push-only flush does not re-download`);
         }
         logger.warn(`re-downloading the store: ${verdict.reason}`, { path: mount.path });
         // What is on disk now was made since the wipe (no baseline file is left): all of it is
@@ -262,6 +254,7 @@ export class StoreSync {
           report.skippedPaths.push(...skipped);
         }
         report.status = 'redownloaded';
+        report.code = verdict.code;
         report.reason = verdict.reason;
         return;
       case 'trusted':
@@ -269,9 +262,9 @@ export class StoreSync {
     }
     this.keepScan(snapshot);
 
-    for (const [path, reason] of snapshot.blocked) {
-      report.skippedPaths.push({ path, reason });
-      this.warnOnce(`blocked:${path}:${reason}`, `left alone: ${reason}`, { path });
+    for (const [path, { code, detail }] of snapshot.blocked) {
+      report.skippedPaths.push({ path, code, reason: detail });
+      this.warnOnce(`blocked:${path}:${code}`, `left alone: ${detail}`, { path });
     }
     // A write of unknown outcome is settled by what the store now holds: never by a reused view.
     const mode = opts.remote === 'reuse' && state.unknownWrites.size > 0 ? 'auto' : (opts.remote ?? 'auto');
@@ -279,19 +272,18 @@ export class StoreSync {
     logger.debug('remote side read', { path: mount.path, source: read.source });
     const { remote, skipped } = read.index;
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
-    for (const { path, reason } of skipped) {
-      report.skippedPaths.push({ path, reason });
-      this.warnOnce(`remote:${path}:${reason}`, `remote memory skipped: ${reason}`, { path });
+    for (const entry of skipped) {
+      report.skippedPaths.push(entry);
+      this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
     }
 
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.unknownWrites.clear();
-    const plan = planStore({
+    state.unknownWrites = new Map();
+    const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
       now: opts.now,
       graceMs: opts.graceMs,
-      pushOnly: opts.pushOnly,
       // The host clock, as file mtimes are: `now` may be a test's clock.
       settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
       baseline: state.baseline,
@@ -302,29 +294,43 @@ export class StoreSync {
       missingSince: state.missingSince,
       refused: state.refused,
     });
-    state.missingSince = plan.missingSince;
-    report.pendingDeletions.push(...plan.pendingDeletions);
-    for (const entry of plan.skipped) if (!snapshot.blocked.has(entry.path)) report.skippedPaths.push(entry);
+    const plan = opts.pushOnly ? pushOnlyView(full) : full;
+    const outcomes = await this.apply(plan, opts.signal, this.deps.events);
+    mergeReport(report, this.settle(plan, outcomes));
+  }
 
-    await applyPlan(
+  /** The plan's transfers through the executor; what the store answered feeds the remote view. */
+  private async apply(plan: Plan, signal: AbortSignal, events: StoreEvents | undefined): Promise<Outcome[]> {
+    const outcomes = await applyPlan(
       {
         folder: this.#folder,
-        client,
-        memoryStoreId: mount.memoryStoreId,
-        logger,
-        state,
-        report,
-        signal: opts.signal,
+        client: this.deps.client,
+        memoryStoreId: this.mount.memoryStoreId,
+        logger: this.deps.logger,
+        signal,
         concurrency: this.deps.concurrency,
-        ...(this.deps.events && { events: this.deps.events }),
+        ...(events && { events }),
         slots: this.#pool,
-        onRemote: (change) => this.#remote.learn(change),
       },
-      plan.actions,
+      plan.transfers,
     );
+    for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
+    return outcomes;
+  }
+
+  /** Folds a pass into this store's state (in place: the state recorder holds this object), and says what it has to say. */
+  private settle(plan: Plan, outcomes: readonly Outcome[]): PassReport {
+    const settled = settle(this.state, plan, outcomes);
+    Object.assign(this.state, settled.state);
     // What the store holds now (the listing, plus this pass's own writes and fetches) names the
     // memory behind each baseline path, for the next pass's rename detection.
-    state.baselineIds = baselineIdsAfter(state.baseline, state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
+    this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
+    const { logger, events } = this.deps;
+    for (const notice of settled.notices) {
+      logger[notice.level](notice.message, notice.fields);
+      if (notice.refused) events?.refused({ path: notice.fields.path, code: notice.refused.code, reason: notice.refused.reason });
+    }
+    return settled.report;
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
@@ -338,16 +344,20 @@ export class StoreSync {
     return { ...snapshot, files: alignLocalCase(snapshot.files, paths), blocked: alignLocalCase(snapshot.blocked, paths) };
   }
 
-  /** Why finalize must leave this store's folder in place, or null when it may go. */
-  async removalRefusal(): Promise<string | null> {
-    const distrust = this.state.distrusted && `folder not trusted: ${this.state.distrusted}`;
-    if ((await this.#folder.locate()) !== 'directory') return distrust || null;
+  /**
+   * Why finalize must leave this store's folder in place, or null when it may go: distrusted,
+   * or its marker could not be read (`marker_unreadable`) or is wrong or missing (`marker_mismatch`).
+   */
+  async removalRefusal(): Promise<{ code: 'distrusted' | 'marker_unreadable' | 'marker_mismatch'; reason: string } | null> {
+    const distrust = this.state.distrusted ? { code: 'distrusted' as const, reason: `folder not trusted: ${this.state.distrusted}` } : null;
+    if ((await this.#folder.locate()) !== 'directory') return distrust;
     // An empty folder holds nothing of anyone's: it is provably the one made here, whatever
     // happened to its marker, and leaving it would refuse the next session (SPEC 4.4).
     if ((await this.#folder.topLevelNames()).length === 0) return null;
     if (distrust) return distrust;
     const marker = await readMarker(this.#folder, this.mount.memoryStoreId);
-    return marker === 'ok' ? null : `marker check failed (${marker})`;
+    if (marker === 'ok') return null;
+    return { code: marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', reason: `marker check failed (${marker})` };
   }
 
   private warnOnce(key: string, msg: string, fields: Record<string, unknown>): void {
@@ -357,11 +367,22 @@ export class StoreSync {
   }
 }
 
-/** A callback that counts one more memory done of `total`, for the progress event. */
-function countProgress(events: StoreEvents | undefined, total: number): () => void {
-  let done = 0;
-  events?.progress(0, total);
-  return () => events?.progress(++done, total);
+/** The events of a download: its progress, and no transfer news. */
+function progressOnly(events: StoreEvents): StoreEvents {
+  const quiet = () => undefined;
+  return { ...events, conflict: quiet, pulled: quiet, pushed: quiet, deleted: quiet, refused: quiet };
+}
+
+/** Ends a store's pass early: its status and why, as a code and in words. */
+function stop(report: StoreSyncReport, status: 'skipped' | 'failed', code: StoreReasonCode, reason: string): void {
+  report.status = status;
+  report.code = code;
+  report.reason = reason;
+}
+
+/** A settled pass into the store's report, after what the scan and the listing left alone. */
+function mergeReport(report: StoreSyncReport, pass: PassReport): void {
+  for (const key of Object.keys(pass) as (keyof PassReport)[]) (report[key] as unknown[]).push(...pass[key]);
 }
 
 export function emptyReport(mount: MountedStore): StoreSyncReport {
@@ -385,10 +406,10 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
   };
 }
 
-function describe(err: unknown): string {
+function describe(err: unknown): { code: StoreReasonCode; reason: string } {
   // Every store call reaches here as a StoreError (storeCall, listAll); anything else is the disk's.
-  if (err instanceof StoreError) return `store ${err.kind}: ${err.message}`;
+  if (err instanceof StoreError) return { code: 'store_error', reason: `store ${err.kind}: ${err.message}` };
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : String(err);
-  return code ? `filesystem ${code}: ${message}` : message;
+  return { code: 'filesystem_error', reason: code ? `filesystem ${code}: ${message}` : message };
 }

@@ -1,5 +1,5 @@
 import { ancestorPaths } from './memory-path.js';
-import type { StoreSyncReport } from './reports.js';
+import type { StoreSyncReport, UnpushedReport } from './reports.js';
 
 /**
  * Which local changes finalize leaves unpushed (SPEC 6.2: name every one, with the reason).
@@ -10,7 +10,7 @@ import type { StoreSyncReport } from './reports.js';
 export interface LastScan {
   files: ReadonlyMap<string, { sha: string }>;
   /** Paths (or folders) the scan could not see into. */
-  blocked: ReadonlyMap<string, string>;
+  blocked: ReadonlyMap<string, unknown>;
   baseline: ReadonlyMap<string, string>;
 }
 
@@ -27,7 +27,7 @@ export interface LocalChangesInput {
    */
   baselineAtScan?: ReadonlyMap<string, string>;
   /** Paths (or folders) the scan could not see: nothing is known of what lies there. */
-  blocked?: ReadonlyMap<string, string>;
+  blocked?: ReadonlyMap<string, unknown>;
 }
 
 /**
@@ -38,7 +38,7 @@ export interface LocalChangesInput {
 export function localChanges(input: LocalChangesInput): { path: string; change: LocalChange }[] {
   const { baseline, files } = input;
   const atScan = input.baselineAtScan ?? baseline;
-  const blocked = input.blocked ?? new Map<string, string>();
+  const blocked = input.blocked ?? new Map<string, unknown>();
   const out: { path: string; change: LocalChange }[] = [];
   for (const [path, file] of files) {
     const now = baseline.get(path);
@@ -73,31 +73,37 @@ export function unpushedChanges(
   flush: StoreSyncReport,
   baseline: ReadonlyMap<string, string>,
   lastScan: LastScan | null,
-): { path: string; reason: string }[] {
+): UnpushedReport[] {
   if (flush.access !== 'read_write') return [];
   const differences = lastScan
     ? localChanges({ baseline, files: lastScan.files, baselineAtScan: lastScan.baseline, blocked: lastScan.blocked })
     : [];
   if (!flushPlanned(flush)) {
-    const named = (d: { path: string; change: LocalChange }) => ({ path: d.path, reason: `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}` });
+    // The store's own code says why nothing of it was pushed (a time bound, a failed listing, a wipe).
+    const code = flush.code ?? 'store_error';
+    const named = (d: { path: string; change: LocalChange }): UnpushedReport => ({
+      path: d.path,
+      code,
+      reason: `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}`,
+    });
     // A wiped folder is not re-downloaded by a flush; files made since are still the agent's
     // (the missing ones are the wipe, not deletions).
     if (wipedFolder(flush)) return differences.filter((d) => d.change !== 'deleted').map(named);
     return couldNotRun(flush) ? differences.map(named) : [];
   }
-  const named = new Map<string, string>();
-  const name = (path: string | undefined, reason: string) => {
-    if (path !== undefined && !named.has(path)) named.set(path, reason);
+  const named = new Map<string, UnpushedReport>();
+  const name = (path: string | undefined, code: UnpushedReport['code'], reason: string) => {
+    if (path !== undefined && !named.has(path)) named.set(path, { path, code, reason });
   };
-  for (const e of flush.errors) if (e.operation === 'push') name(e.path, `push failed (${e.kind}): ${e.message}`);
+  for (const e of flush.errors) if (e.operation === 'push') name(e.path, 'push_failed', `push failed (${e.kind}): ${e.message}`);
   // The content is in the store, at the old path: the agent's rename is what would be lost.
-  for (const e of flush.errors) if (e.operation === 'rename_remote') name(e.path, `rename failed (${e.kind}): ${e.message}`);
-  for (const path of flush.cutOff) name(path, 'cut off by the time bound before it was sent');
-  for (const r of flush.refused) name(r.path, `refused: ${r.reason}`);
-  for (const path of flush.conflicts) name(path, 'conflict: the memory changed in the store too, and the store keeps its version');
+  for (const e of flush.errors) if (e.operation === 'rename_remote') name(e.path, 'push_failed', `rename failed (${e.kind}): ${e.message}`);
+  for (const path of flush.cutOff) name(path, 'time_bound', 'cut off by the time bound before it was sent');
+  for (const r of flush.refused) name(r.path, r.code, `refused: ${r.reason}`);
+  for (const path of flush.conflicts) name(path, 'conflict', 'conflict: the memory changed in the store too, and the store keeps its version');
   const changed = new Set(differences.filter((d) => d.change !== 'deleted').map((d) => d.path));
-  for (const s of flush.skippedPaths) if (changed.has(s.path)) name(s.path, `skipped: ${s.reason}`);
-  return [...named].map(([path, reason]) => ({ path, reason })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const s of flush.skippedPaths) if (changed.has(s.path)) name(s.path, s.code, `skipped: ${s.reason}`);
+  return [...named.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** The flush got as far as its plan (some actions may still have failed or been cut off). */
@@ -107,15 +113,16 @@ function flushPlanned(flush: StoreSyncReport): boolean {
 
 /** The flush could not plan for a reason that leaves local changes behind (not a distrusted or vanished folder). */
 function couldNotRun(flush: StoreSyncReport): boolean {
-  return flush.status === 'failed' || (flush.status === 'skipped' && /time bound/.test(flush.reason ?? ''));
+  return flush.status === 'failed' || (flush.status === 'skipped' && flush.code === 'time_bound');
 }
 
 /** The flush found the folder wiped, emptied or gone, and does not re-download. */
 export function wipedFolder(flush: StoreSyncReport): boolean {
-  return flush.status === 'skipped' && /does not re-download/.test(flush.reason ?? '');
+  // A flush never re-downloads: skipped with a re-download's code is a wipe it left as found.
+  return flush.status === 'skipped' && (flush.code === 'folder_gone' || flush.code === 'folder_emptied' || flush.code === 'folder_wiped');
 }
 
-function isBlocked(path: string, blocked: ReadonlyMap<string, string>): boolean {
+function isBlocked(path: string, blocked: ReadonlyMap<string, unknown>): boolean {
   if (blocked.size === 0) return false;
   if (blocked.has(path) || blocked.has('/')) return true;
   return ancestorPaths(path).some((folder) => blocked.has(folder));

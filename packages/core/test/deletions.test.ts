@@ -69,7 +69,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
     await h.remove(`${dir}/a.md`);
     h.client.failNext('delete', 'precondition_failed');
     await m.reconcile({ force: true });
-    h.client.putAs(STORE, '/a.md', 'edited elsewhere');
+    h.client.writeMemory(STORE, '/a.md', 'edited elsewhere');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/a.md`)).toBe('edited elsewhere');
     expect(h.client.snapshot(STORE)['/a.md']).toBe('edited elsewhere');
@@ -91,7 +91,7 @@ describe.each(DISKS)('local deletions on %s (SPEC 4.3)', (disk) => {
     const m = await h.mountNotes({ deleteGracePeriod: 0, memory_sync_deletions: 'disabled' }, FILES);
     await h.remove(`${dir}/a.md`);
     await h.write(`${dir}/c.md`, 'new');
-    h.client.putAs(STORE, '/b.md', 'b2');
+    h.client.writeMemory(STORE, '/b.md', 'b2');
     h.clock.advance(3600);
     const report = await m.reconcile({ force: true });
     expect(h.client.count('delete')).toBe(0);

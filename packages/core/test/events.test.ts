@@ -29,7 +29,7 @@ describe('events', () => {
     // Not UTF-8 on purpose: the listener gets the bytes as they are on disk, not a decoded string.
     const losing = new Uint8Array([0x6c, 0x6f, 0x63, 0x61, 0x6c, 0x0a, 0xc3, 0xa9, 0x00, 0xff]);
     fs.vol.writeFileSync(`${DIR}/a.md`, losing);
-    client.putAs(STORE, '/a.md', 'remote wins\n');
+    client.writeMemory(STORE, '/a.md', 'remote wins\n');
     let onDiskWhenCalled: Uint8Array | undefined;
     let got: ConflictEvent | undefined;
     mounter.on('conflict', (e) => {
@@ -50,7 +50,7 @@ describe('events', () => {
   it('conflictCopies writes the loser beside the file, and the copy never reaches the store', async () => {
     const { client, fs, mounter } = await mounted({ '/n/a.md': 'base\n' }, { conflictCopies: true });
     fs.vol.writeFileSync(`${DIR}/n/a.md`, 'mine\n');
-    client.putAs(STORE, '/n/a.md', 'theirs\n');
+    client.writeMemory(STORE, '/n/a.md', 'theirs\n');
     let copy: string | null = null;
     mounter.on('conflict', (e) => void (copy = e.copyPath));
     await mounter.reconcile({ force: true });
@@ -64,10 +64,10 @@ describe('events', () => {
   it('pulled, pushed, deleted and refused carry the path, the host path and the sha', async () => {
     const { client, fs, mounter, seen } = await mounted({ '/a.md': 'a', '/gone.md': 'g' });
     seen.length = 0;
-    client.putAs(STORE, '/b.md', 'b');
+    client.writeMemory(STORE, '/b.md', 'b');
     fs.vol.writeFileSync(`${DIR}/c.md`, 'c');
     fs.vol.writeFileSync(`${DIR}/bad.md`, Buffer.from([0xff, 0xfe]));
-    client.removeAs(STORE, '/gone.md');
+    client.deleteMemory(STORE, '/gone.md');
     await mounter.reconcile({ force: true });
     const names = seen.map((s) => s.event);
     expect(names).toContain('pulled');

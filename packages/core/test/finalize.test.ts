@@ -1,13 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  fsError,
-  MemoryLifecycleError,
-  type DirEntry,
-  type FileStat,
-  type FileSystem,
-  type StoreMemory,
-  type StoreMemoryVersion,
-} from '@memory-mounter/core';
+import { MemoryLifecycleError, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness, type Harness } from './harness.js';
 
@@ -99,7 +91,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const m = await h.mountNotes();
       await h.write(`${dir}/a.md`, 'alpha, edited at the end');
       await h.write(`${dir}/n.md`, 'new at the end');
-      h.client.putAs(STORE, '/b.md', 'beta, edited remotely');
+      h.client.writeMemory(STORE, '/b.md', 'beta, edited remotely');
       const report = await m.finalize();
       expect([...report.sync!.stores[0]!.pushed].sort()).toEqual(['/a.md', '/n.md']);
       expect(report.sync!.stores[0]!.pulled).toEqual(['/b.md']);
@@ -131,8 +123,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       await h.write(`${dir}/a.md`, 'alpha, edited');
       await h.write(`${dir}/n.md`, 'new');
       await h.remove(`${dir}/b.md`);
-      h.client.putAs(STORE, '/d/c.md', 'gamma, edited remotely');
-      h.client.putAs(STORE, '/r.md', 'new remotely');
+      h.client.writeMemory(STORE, '/d/c.md', 'gamma, edited remotely');
+      h.client.writeMemory(STORE, '/r.md', 'new remotely');
       const gets = h.client.count('get');
 
       const report = await m.finalize({ outcome: 'aborted' });
@@ -248,8 +240,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize();
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(report.timedOut).toEqual({ sync: true, flush: true });
-      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
       expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha');
       expect(report.removed).toEqual([dir]);
     }, 20_000);
@@ -261,7 +253,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize({ outcome: 'aborted' });
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(report.timedOut).toEqual({ sync: false, flush: true });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     }, 20_000);
 
     it('cut off mid-transfer: the paths not sent are listed in cutOff', async () => {
@@ -296,8 +288,8 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       const report = await m.finalize();
       expect(Date.now() - started).toBeLessThan(6_000);
       expect(report.timedOut).toEqual({ sync: true, flush: true });
-      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
-      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/cut off/) });
+      expect(report.sync!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/cut off/) });
+      expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/cut off/) });
       expect(report.removed).toEqual([dir]);
     }, 20_000);
   });
@@ -318,7 +310,7 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       [
         'every pull fails',
         (h) => {
-          h.client.putAs(STORE, '/a.md', 'remote edit');
+          h.client.writeMemory(STORE, '/a.md', 'remote edit');
           h.client.failNext('get', 'not_found', 10);
         },
       ],

@@ -1,14 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  assessFolder,
-  fsError,
-  MARKER_FILE,
-  type DirEntry,
-  type FileStat,
-  type FileSystem,
-  type LocalFile,
-  type LocalSnapshot,
-} from '@memory-mounter/core';
+import { MARKER_FILE, type FileSystem } from '@memory-mounter/core';
+import { assessFolder, type LocalFile, type LocalSnapshot } from '@memory-mounter/core/engine';
 import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, SEED, STORE, useHarness, type Harness } from './harness.js';
 
@@ -59,7 +51,7 @@ describe('assessFolder (pure)', () => {
     });
 
     it('marker missing with only entries the scan could not read (a symlink counts as present)', () => {
-      const blocked = new Map([['/link', 'is a symlink']]);
+      const blocked = new Map([['/link', { code: 'is_symlink', detail: 'is a symlink' } as const]]);
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(2))).toMatchObject({ kind: 'distrusted' });
     });
 
@@ -93,7 +85,7 @@ describe('assessFolder (pure)', () => {
     });
 
     it('every memory file gone at once while the baseline held more than one (the boundary is 2)', () => {
-      expect(assessFolder(snapshot(), baseline(2))).toMatchObject({ kind: 'redownload' });
+      expect(assessFolder(snapshot(), baseline(2))).toMatchObject({ kind: 'redownload', code: 'folder_wiped' });
       expect(assessFolder(snapshot(), baseline(20))).toMatchObject({ kind: 'redownload' });
     });
 
@@ -102,20 +94,20 @@ describe('assessFolder (pure)', () => {
     });
 
     it('baseline files hidden under an unreadable folder are not taken as gone', () => {
-      const blocked = new Map([['/d', 'folder could not be read (EACCES)']]);
+      const blocked = new Map([['/d', { code: 'unreadable', detail: 'folder could not be read (EACCES)' } as const]]);
       expect(assessFolder(snapshot({ blocked }), new Set(['/d/a.md', '/d/b.md']))).toEqual({ kind: 'trusted' });
     });
   });
 
   describe('unreadable: cannot tell this pass', () => {
     it('the store folder itself could not be read, even with the marker missing (it may hold files)', () => {
-      const blocked = new Map([['/', 'folder could not be read (EACCES)']]);
+      const blocked = new Map([['/', { code: 'unreadable', detail: 'folder could not be read (EACCES)' } as const]]);
       expect(assessFolder(snapshot({ blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
       expect(assessFolder(snapshot({ marker: 'missing', blocked }), baseline(3))).toMatchObject({ kind: 'unreadable' });
     });
 
     it('a wipe that left a symlink where a memory was is still a wipe (the link is not that memory)', () => {
-      const blocked = new Map([['/a.md', 'is a symlink']]);
+      const blocked = new Map([['/a.md', { code: 'is_symlink', detail: 'is a symlink' } as const]]);
       const snap = snapshot({ blocked, notFiles: new Set(['/a.md']) });
       expect(assessFolder(snap, new Set(['/a.md', '/b.md']))).toMatchObject({ kind: 'redownload' });
       // Merely unreadable: its absence is unknown, so not a wipe.
@@ -179,9 +171,9 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.write(`${dir}/a.md`, 'alpha, edited locally');
       await h.write(`${dir}/new.md`, 'a new local file');
       await h.remove(`${dir}/b.md`);
-      h.client.putAs(STORE, '/d/c.md', 'gamma, edited remotely');
-      h.client.putAs(STORE, '/r.md', 'a new remote memory');
-      h.client.removeAs(STORE, '/a.md');
+      h.client.writeMemory(STORE, '/d/c.md', 'gamma, edited remotely');
+      h.client.writeMemory(STORE, '/r.md', 'a new remote memory');
+      h.client.deleteMemory(STORE, '/a.md');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
       const gets = h.client.count('get');
@@ -220,7 +212,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await m.reconcile({ force: true });
       await h.write(`${dir}/a.md`, 'edited before finalize');
       await h.remove(`${dir}/b.md`);
-      h.client.putAs(STORE, '/d/c.md', 'remote edit before finalize');
+      h.client.writeMemory(STORE, '/d/c.md', 'remote edit before finalize');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
 
@@ -238,7 +230,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.write(`${dir}/a.md`, 'edited, never synced');
       await h.remove(`${dir}/b.md`);
       await h.write(`${dir}/new.md`, 'new, never synced');
-      h.client.putAs(STORE, '/d/c.md', 'remote edit');
+      h.client.writeMemory(STORE, '/d/c.md', 'remote edit');
       const local = await tree(h.fs, dir);
       const remote = h.client.snapshot(STORE);
       const gets = h.client.count('get');
@@ -271,8 +263,8 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       const m = await h.mountNotes({ deleteGracePeriod: 0 });
       const ownMarker = await h.read(marker);
       await h.remove(dir);
-      h.client.putAs(STORE, '/a.md', 'alpha v2');
-      h.client.putAs(STORE, '/e/f.md', 'new remote');
+      h.client.writeMemory(STORE, '/a.md', 'alpha v2');
+      h.client.writeMemory(STORE, '/e/f.md', 'new remote');
       const remote = h.client.snapshot(STORE);
 
       const report = await m.reconcile({ force: true });
@@ -308,7 +300,7 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       await h.remove(`${dir}/a.md`);
       await h.remove(`${dir}/b.md`);
       await h.remove(`${dir}/d/c.md`);
-      h.client.putAs(STORE, '/b.md', 'beta v2');
+      h.client.writeMemory(STORE, '/b.md', 'beta v2');
       const remote = h.client.snapshot(STORE);
 
       const report = await m.reconcile({ force: true });

@@ -47,7 +47,7 @@ describe.each(DISKS)('hostile names and sizes on %s', (disk) => {
     nodeFs.writeFileSync(Buffer.concat([Buffer.from(`${h.notesDir}/`), Buffer.from([0x6e, 0xff, 0x2e, 0x6d, 0x64])]), 'latin-1 name');
     const report = await m.reconcile({ force: true });
     const store = report!.stores[0]!;
-    expect(store.skippedPaths).toEqual([expect.objectContaining({ reason: expect.stringMatching(/not UTF-8/) })]);
+    expect(store.skippedPaths).toEqual([expect.objectContaining({ code: 'bad_name', reason: expect.stringMatching(/not UTF-8/) })]);
     expect(store.pushed).toEqual([]);
     expect(store.deletedRemote).toEqual([]);
     expect(h.logger.warnings().some((w) => /not UTF-8/.test(w.msg))).toBe(true);
@@ -65,9 +65,9 @@ describe.each(DISKS)('hostile names and sizes on %s', (disk) => {
     expect(h.logger.warnings().some((w) => w.fields.path === '/big.md')).toBe(true);
 
     // The store's version changes: the pull fetches it and refuses it, with a report entry.
-    h.client.putAs(STORE, '/big.md', 'changed, still served oversized');
+    h.client.writeMemory(STORE, '/big.md', 'changed, still served oversized');
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]!.skippedPaths).toContainEqual(expect.objectContaining({ path: '/big.md', reason: expect.stringMatching(/limit/) }));
+    expect(report!.stores[0]!.skippedPaths).toContainEqual(expect.objectContaining({ path: '/big.md', code: 'remote_too_large', reason: expect.stringMatching(/limit/) }));
     expect(await h.read(`${h.notesDir}/big.md`)).toBeNull();
   });
 
@@ -75,7 +75,7 @@ describe.each(DISKS)('hostile names and sizes on %s', (disk) => {
     const m = await h.mountNotes();
     await h.write(`${h.notesDir}/big.md`, 'y'.repeat(MAX_MEMORY_BYTES + 1));
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]!.refused).toEqual([{ path: '/big.md', reason: expect.stringMatching(/larger than/) }]);
+    expect(report!.stores[0]!.refused).toEqual([{ path: '/big.md', code: 'too_large', reason: expect.stringMatching(/larger than/) }]);
     expect(h.client.snapshot(STORE)['/big.md']).toBeUndefined();
   });
 });

@@ -78,9 +78,9 @@ describe('incremental sync through the change feed', () => {
   it('a remote change costs one feed page and one fetch; a rename and a delete none more', async () => {
     const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
     clock.advance(1_000);
-    client.putAs(STORE, '/a.md', 'alpha 2');
-    client.renameAs(STORE, '/b.md', '/e/b.md');
-    client.removeAs(STORE, '/d/c.md');
+    client.writeMemory(STORE, '/a.md', 'alpha 2');
+    client.renameMemory(STORE, '/b.md', '/e/b.md');
+    client.deleteMemory(STORE, '/d/c.md');
     const before = client.requests.length;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     // The renamed memory is moved on disk, not fetched again.
@@ -111,8 +111,8 @@ describe('incremental sync through the change feed', () => {
     it('two versions of one memory at one instant (the store clock stood still): a full listing, then the feed', async () => {
       const m = await mount({ '/a.md': 'alpha' });
       clock.advance(1_000);
-      client.putAs(STORE, '/a.md', 'first');
-      client.putAs(STORE, '/a.md', 'second'); // same instant
+      client.writeMemory(STORE, '/a.md', 'first');
+      client.writeMemory(STORE, '/a.md', 'second'); // same instant
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
       expect(ops(client, before)).toEqual(['listVersions', 'list', 'get']);
@@ -136,11 +136,11 @@ describe('incremental sync through the change feed', () => {
       };
       for (const [i, content] of ['one', 'two', 'three'].entries()) {
         clock.advance(10 * (i + 1));
-        client.putAs(STORE, '/a.md', content);
+        client.writeMemory(STORE, '/a.md', content);
       }
-      client.renameAs(STORE, '/b.md', '/c.md');
+      client.renameMemory(STORE, '/b.md', '/c.md');
       clock.advance(5);
-      client.putAs(STORE, '/c.md', 'beta 2');
+      client.writeMemory(STORE, '/c.md', 'beta 2');
       const before = client.requests.length;
       await m.reconcile({ force: true });
       expect(ops(client, before).filter((op) => op === 'list')).toEqual([]);
@@ -152,9 +152,9 @@ describe('incremental sync through the change feed', () => {
     it('a redacted version: one full listing; the redacted version, still in the overlap, causes no other', async () => {
       const m = await mount({ '/a.md': 'alpha' });
       clock.advance(1_000);
-      client.putAs(STORE, '/a.md', 'secret');
+      client.writeMemory(STORE, '/a.md', 'secret');
       clock.advance(10);
-      client.putAs(STORE, '/a.md', 'redacted and replaced');
+      client.writeMemory(STORE, '/a.md', 'redacted and replaced');
       client.redactVersion(STORE, client.versions(STORE).find((v) => v.content === 'secret')!.id);
       const before = client.requests.length;
       await m.reconcile({ force: true });
@@ -168,9 +168,9 @@ describe('incremental sync through the change feed', () => {
     it("a gap (a memory's creation past the store's retention): a full listing finds it", async () => {
       const m = await mount({ '/a.md': 'alpha' });
       client.versionRetentionMs = 1_000;
-      client.putAs(STORE, '/new.md', 'created');
+      client.writeMemory(STORE, '/new.md', 'created');
       clock.advance(2_000); // its 'created' version is gone now
-      client.putAs(STORE, '/new.md', 'modified');
+      client.writeMemory(STORE, '/new.md', 'modified');
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
       expect(ops(client, before)).toEqual(['listVersions', 'list', 'get']);
@@ -193,7 +193,7 @@ describe('incremental sync through the change feed', () => {
       };
       for (let pass = 0; pass < 3; pass++) {
         clock.advance(1_000);
-        client.putAs(STORE, '/a.md', `alpha ${pass}`);
+        client.writeMemory(STORE, '/a.md', `alpha ${pass}`);
         const before = client.requests.length;
         await m.reconcile({ force: true });
         expect(ops(client, before)).toEqual(['list', 'get']);
@@ -213,14 +213,14 @@ describe('incremental sync through the change feed', () => {
         return listVersions(storeId, opts);
       };
       clock.advance(1_000);
-      client.putAs(STORE, '/a.md', 'alpha 2');
+      client.writeMemory(STORE, '/a.md', 'alpha 2');
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
       expect(ops(client, before)).toEqual(['list', 'get']);
       expect(report).toMatchObject({ status: 'synced', pulled: ['/a.md'] });
       down = false;
       clock.advance(1_000);
-      client.putAs(STORE, '/a.md', 'alpha 3');
+      client.writeMemory(STORE, '/a.md', 'alpha 3');
       const next = client.requests.length;
       await m.reconcile({ force: true });
       expect(ops(client, next)).toEqual(['listVersions', 'get']);
@@ -247,11 +247,11 @@ describe('incremental sync through the change feed', () => {
     it('a remote path the mount must not hold, met in the feed, is skipped with one warning and never written', async () => {
       const m = await mount({ '/a.md': 'alpha' });
       clock.advance(1_000);
-      client.putAs(STORE, '/.anthropic-memory-store', 'not a marker');
+      client.writeMemory(STORE, '/.anthropic-memory-store', 'not a marker');
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
       expect(ops(client, before)).toEqual(['listVersions']);
-      expect(report.skippedPaths).toContainEqual({ path: '/.anthropic-memory-store', reason: expect.stringMatching(/marker/) });
+      expect(report.skippedPaths).toContainEqual({ path: '/.anthropic-memory-store', code: 'remote_bad_path', reason: expect.stringMatching(/marker/) });
       expect(JSON.parse((await file('/.anthropic-memory-store'))!)).toEqual({ memory_store_id: STORE });
     });
   });

@@ -144,6 +144,7 @@ describe('status()', () => {
     fs.vol.writeFileSync(`${DIR}/.anthropic-memory-store`, 'memstore_other\n');
     await mounter.reconcile({ force: true });
     expect(mounter.status()[0]!.distrusted).toEqual(expect.any(String));
+    expect(mounter.status()[0]).toMatchObject({ lastOutcome: 'skipped', lastCode: 'distrusted' });
     await mounter.finalize({ outcome: 'aborted' });
     expect(mounter.status()).toEqual([]);
   });

@@ -72,7 +72,7 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
       throw new Error('connection reset');
     };
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^store unavailable/) });
+    expect(report!.stores[0]).toMatchObject({ status: 'failed', code: 'store_error', reason: expect.stringMatching(/^store unavailable/) });
   });
 
   it('nothing is mounted after finalize: mounts and roots are empty', async () => {
@@ -102,7 +102,7 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
 
   it('a store client throwing a plain Error is recorded as a store error (unavailable), not a disk one', async () => {
     const m = await h.mountNotes({}, { '/a.md': 'a' });
-    h.client.putAs(STORE, '/a.md', 'changed');
+    h.client.writeMemory(STORE, '/a.md', 'changed');
     h.client.get = () => Promise.reject(new Error('socket hang up'));
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.errors).toMatchObject([{ path: '/a.md', operation: 'pull', kind: 'unavailable' }]);

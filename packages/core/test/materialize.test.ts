@@ -40,6 +40,43 @@ describe.each(DISKS)('materialize on %s', (disk) => {
     expect(JSON.parse((await h.read(`${h.memoryRoot}/my-notes/.anthropic-memory-store`))!)).toEqual({ memory_store_id: STORE });
   });
 
+  it('writes what the listing returned: no memory is fetched a second time', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
+    const m = h.mounter();
+    await m.materialize([notesResource()]);
+    expect(h.client.count('get')).toBe(0);
+    expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma');
+    // The baseline is what was written: an idle pass after it transfers nothing.
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(report).toMatchObject({ status: 'synced', pulled: [], pushed: [], errors: [] });
+  });
+
+  it('a memory the listing left without content is fetched, and only that one', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
+    const list = h.client.list.bind(h.client);
+    h.client.list = async function* (id, opts) {
+      for await (const memory of list(id, opts)) {
+        if (memory.path === '/b.md') {
+          const { content: _dropped, ...bare } = memory;
+          yield bare;
+        } else yield memory;
+      }
+    };
+    const listFolder = h.client.listFolder.bind(h.client);
+    h.client.listFolder = async function* (id, opts) {
+      for await (const entry of listFolder(id, opts)) {
+        if (entry.type === 'memory' && entry.memory.path === '/b.md') {
+          const { content: _dropped, ...bare } = entry.memory;
+          yield { ...entry, memory: bare };
+        } else yield entry;
+      }
+    };
+    await h.mounter().materialize([notesResource()]);
+    expect(h.client.count('get')).toBe(1);
+    expect(await h.read(`${h.notesDir}/b.md`)).toBe('beta');
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha');
+  });
+
   it('uses mount_path when given, else the store id when the name has no slug', async () => {
     const m = h.mounter();
     const mounts = await m.materialize([
@@ -145,9 +182,9 @@ describe.each(DISKS)('materialize on %s', (disk) => {
 
   it('skips remote paths that cannot live in a mount, with a warning naming path and store', async () => {
     for (const path of ['/.anthropic-memory-store', '/x/.mm-tmp-0123456789abcdef', '/back\\slash.md']) {
-      h.client.putAs(STORE, path, 'hostile');
+      h.client.writeMemory(STORE, path, 'hostile');
     }
-    h.client.putAs(STORE, '/fine.md', 'fine');
+    h.client.writeMemory(STORE, '/fine.md', 'fine');
     await h.mounter().materialize([notesResource()]);
     const dir = h.notesDir;
     expect((await h.fs.readdir(dir)).map((e) => e.name).sort()).toEqual(['.anthropic-memory-store', 'fine.md']);
@@ -159,7 +196,9 @@ describe.each(DISKS)('materialize on %s', (disk) => {
   });
 
   it('a memory whose path is also a folder of other memories is skipped, the others written', async () => {
-    h.client.seed(STORE, { '/a': 'file a', '/a/b.md': 'inside a' });
+    // The service refuses such a store; the engine must still cope with one.
+    h.client.plantMemory(STORE, '/a', 'file a');
+    h.client.plantMemory(STORE, '/a/b.md', 'inside a');
     await h.mounter().materialize([notesResource()]);
     expect(await h.read(`${h.memoryRoot}/notes/a/b.md`)).toBe('inside a');
     expect(h.logger.warnings().some((w) => w.fields.path === '/a')).toBe(true);

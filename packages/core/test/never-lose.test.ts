@@ -14,7 +14,7 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     const m = await h.mountNotes({}, { '/a.md': 'alpha', '/d/c.md': 'gamma' });
     const c = h.client.memories(STORE).find((x) => x.path === '/d/c.md')!;
     await h.client.delete(STORE, c.id);
-    h.client.putAs(STORE, '/d', 'now a file where the folder was');
+    h.client.writeMemory(STORE, '/d', 'now a file where the folder was');
     await m.reconcile({ force: true });
     const second = await m.reconcile({ force: true });
     expect(await h.read(`${h.notesDir}/d`)).toBe('now a file where the folder was');
@@ -24,7 +24,7 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
   it('5: a folder that still holds a file is never removed to make room', async () => {
     const m = await h.mountNotes({}, { '/a.md': 'alpha' });
     await h.write(`${h.notesDir}/d/keep.md`, 'the agent keeps this');
-    h.client.putAs(STORE, '/d', 'a memory named like the folder');
+    h.client.writeMemory(STORE, '/d', 'a memory named like the folder');
     await m.reconcile({ force: true });
     expect(await h.read(`${h.notesDir}/d/keep.md`)).toBe('the agent keeps this');
   });
@@ -86,7 +86,7 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     await h.write(`${h.notesDir}/fresh.md`, 'half of what the agent means to write');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pushed).toEqual([]);
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/fresh.md', reason: expect.stringMatching(/left for the next pass/) });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/fresh.md', code: 'settling', reason: expect.stringMatching(/left for the next pass/) });
     // Settled: the next pass pushes it.
     await settle(h.fs, `${h.notesDir}/fresh.md`);
     const next = await m.reconcile({ force: true });

@@ -224,7 +224,7 @@ describe.each(DISKS)('defaults and units, measured on %s', (disk) => {
       await vi.advanceTimersByTimeAsync(1_200);
       vi.useRealTimers();
       const report = await reconciling;
-      expect(report!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+      expect(report!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     } finally {
       vi.useRealTimers();
     }

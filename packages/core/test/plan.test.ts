@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classify, deleteCap, planStore, settleUnknownWrites, type PlanInput } from '../src/plan.js';
-import type { LocalFile } from '../src/scan.js';
+// Through the engine entry, as a host that builds its own loop imports them.
+import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type LocalFile, type Plan, type PlanInput } from '@memory-mounter/core/engine';
 
 // One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
 // edit, R a remote edit.
@@ -19,7 +19,6 @@ function input({ b, l, r }: Sides, over: Partial<PlanInput> = {}): PlanInput {
     deletionMode: 'enabled',
     now: 100_000,
     graceMs: 30_000,
-    pushOnly: false,
     baseline: new Map(b ? [[P, b]] : []),
     localFiles: new Map<string, LocalFile>(l ? [[P, { sha: l, size: 1, mtimeMs: 0 }]] : []),
     localBlocked: new Map(),
@@ -31,8 +30,10 @@ function input({ b, l, r }: Sides, over: Partial<PlanInput> = {}): PlanInput {
   };
 }
 
-const rw = (sides: Sides, over: Partial<PlanInput> = {}) => planStore(input(sides, over));
-const ro = (sides: Sides, over: Partial<PlanInput> = {}) => planStore(input(sides, { access: 'read_only', ...over }));
+const rw = (sides: Sides, over: Partial<PlanInput> = {}) => withActions(planStore(input(sides, over)));
+const ro = (sides: Sides, over: Partial<PlanInput> = {}) => withActions(planStore(input(sides, { access: 'read_only', ...over })));
+/** A plan with its three lists as one (`actions`), which is what the single-path rows compare. */
+const withActions = (plan: Plan) => ({ ...plan, actions: planActions(plan) });
 
 describe('classify: every row of the SPEC 4.2 table', () => {
   it.each([
@@ -51,7 +52,19 @@ describe('classify: every row of the SPEC 4.2 table', () => {
     [undefined, 'X', 'X', 'both_changed_same'],
     [undefined, 'L', 'R', 'both_changed_differ'],
   ] as const)('B=%s L=%s R=%s is %s', (b, l, r, row) => {
-    expect(classify(b, l, r)).toBe(row);
+    const side = (sha: string | undefined) => (sha === undefined ? undefined : { sha });
+    expect(classify(b, side(l), side(r)).row).toBe(row);
+  });
+
+  it('each row holds the sides it has, and only those', () => {
+    const local = { sha: 'L' };
+    const remote = { sha: 'R' };
+    expect(classify('B', local, remote)).toEqual({ row: 'both_changed_differ', local, remote });
+    expect(classify('B', undefined, { sha: 'B' })).toEqual({ row: 'local_missing', baseline: 'B', remote: { sha: 'B' } });
+    expect(classify('B', undefined, remote)).toEqual({ row: 'local_missing_remote_changed', remote });
+    expect(classify('B', local, undefined)).toEqual({ row: 'remote_missing_local_edited', local });
+    expect(classify(undefined, undefined, remote)).toEqual({ row: 'new_remote', remote });
+    expect(() => classify(undefined, undefined, undefined)).toThrow(/no row/);
   });
 });
 
@@ -62,7 +75,7 @@ describe('planStore, read_write, row by row', () => {
 
   it('only L changed: update with expected_content_sha256 = R', () => {
     expect(rw({ b: 'B', l: 'L', r: 'B' }).actions).toEqual([
-      { type: 'push', path: P, localSha: 'L', memoryId: ID, expectedRemoteSha: 'B', reason: 'local_changed' },
+      { type: 'update', path: P, localSha: 'L', memoryId: ID, expectedRemoteSha: 'B' },
     ]);
   });
 
@@ -104,11 +117,11 @@ describe('planStore, read_write, row by row', () => {
   });
 
   it('R missing, L edited: re-create the memory from the file', () => {
-    expect(rw({ b: 'B', l: 'L' }).actions).toEqual([{ type: 'push', path: P, localSha: 'L', reason: 'recreate' }]);
+    expect(rw({ b: 'B', l: 'L' }).actions).toEqual([{ type: 'create', path: P, localSha: 'L', reason: 'recreate' }]);
   });
 
   it('new local file: create', () => {
-    expect(rw({ l: 'L' }).actions).toEqual([{ type: 'push', path: P, localSha: 'L', reason: 'new_local' }]);
+    expect(rw({ l: 'L' }).actions).toEqual([{ type: 'create', path: P, localSha: 'L', reason: 'new_local' }]);
   });
 
   it('new remote memory: pull', () => {
@@ -223,13 +236,13 @@ describe('planStore: deletions (SPEC 4.3)', () => {
       baseline: new Map(paths.map((p) => [p, 'B'])),
       remote: new Map(paths.map((p, i) => [p, { id: `mem_${i}`, sha: 'B' }])),
     });
-    expect(plan.actions.filter((a) => a.type === 'delete_remote')).toHaveLength(15);
+    expect(plan.transfers.filter((a) => a.type === 'delete_remote')).toHaveLength(15);
     expect(plan.pendingDeletions).toHaveLength(45);
   });
 
   it('uploads and pulls are unaffected by the mode', () => {
     for (const deletionMode of ['enabled', 'log_only', 'disabled'] as const) {
-      expect(rw({ l: 'L' }, { deletionMode }).actions).toMatchObject([{ type: 'push' }]);
+      expect(rw({ l: 'L' }, { deletionMode }).actions).toMatchObject([{ type: 'create' }]);
       expect(rw({ r: 'R' }, { deletionMode }).actions).toMatchObject([{ type: 'pull' }]);
     }
   });
@@ -237,44 +250,95 @@ describe('planStore: deletions (SPEC 4.3)', () => {
 
 describe('planStore: refusals, blocked paths, push-only flush', () => {
   it('unpushable content is refused with its reason, warned the first time only', () => {
-    const local = new Map([[P, { sha: 'L', size: 200_000, mtimeMs: 0, unpushable: 'is larger than 102400 bytes' }]]);
+    const unpushable = { code: 'too_large', detail: 'is larger than 102400 bytes' } as const;
+    const local = new Map([[P, { sha: 'L', size: 200_000, mtimeMs: 0, unpushable }]]);
     const first = rw({}, { localFiles: local });
-    expect(first.actions).toEqual([{ type: 'refuse', path: P, localSha: 'L', reason: 'is larger than 102400 bytes', firstTime: true }]);
+    expect(first.actions).toEqual([{ type: 'refuse', path: P, localSha: 'L', code: 'too_large', detail: 'is larger than 102400 bytes', firstTime: true }]);
     const again = rw({}, { localFiles: local, refused: new Map([[P, 'L']]) });
     expect(again.actions).toMatchObject([{ type: 'refuse', firstTime: false }]);
   });
 
   it('content the store rejected is not retried until it changes', () => {
-    expect(rw({ l: 'L' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'refuse', firstTime: false }]);
-    expect(rw({ l: 'L2' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'push', localSha: 'L2' }]);
+    expect(rw({ l: 'L' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'refuse', code: 'rejected', firstTime: false }]);
+    expect(rw({ l: 'L2' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'create', localSha: 'L2' }]);
   });
 
   it('a path the scan could not see (or under such a folder) is left alone, not read as deleted', () => {
-    const blockedFile = rw({ b: 'B', r: 'B' }, { localBlocked: new Map([[P, 'is a symlink']]), graceMs: 0 });
+    const blockedFile = rw({ b: 'B', r: 'B' }, { localBlocked: new Map([[P, { code: 'is_symlink', detail: 'is a symlink' }]]), graceMs: 0 });
     expect(blockedFile.actions).toEqual([]);
-    expect(blockedFile.skipped).toEqual([{ path: P, reason: 'is a symlink' }]);
+    // The path the scan blocked is reported by the scan; the plan does not repeat it.
+    expect(blockedFile.skipped).toEqual([]);
+    expect(blockedFile.missingSince.size).toBe(0);
     const nested = planStore({
       ...input({}),
       graceMs: 0,
       baseline: new Map([['/d/n.md', 'B']]),
       remote: new Map([['/d/n.md', { id: ID, sha: 'B' }]]),
-      localBlocked: new Map([['/d', 'folder could not be read (EACCES)']]),
+      localBlocked: new Map([['/d', { code: 'unreadable', detail: 'folder could not be read (EACCES)' }]]),
     });
-    expect(nested.actions).toEqual([]);
+    expect(planActions(nested)).toEqual([]);
     expect(nested.pendingDeletions).toEqual([]);
+    expect(nested.skipped).toEqual([{ path: '/d/n.md', code: 'unreadable', reason: '/d folder could not be read (EACCES)' }]);
   });
 
-  it('push-only: pushes only, no pulls, deletes or baseline moves, candidates kept', () => {
-    const pushOnly = { pushOnly: true, graceMs: 0 };
-    expect(rw({ b: 'B', l: 'L', r: 'B' }, pushOnly).actions).toMatchObject([{ type: 'push' }]);
-    expect(rw({ b: 'B', l: 'L' }, pushOnly).actions).toMatchObject([{ type: 'push', reason: 'recreate' }]);
-    for (const sides of [{ b: 'B', l: 'B', r: 'R' }, { r: 'R' }, { b: 'B', r: 'B' }, { b: 'B', l: 'B' }, { b: 'B', l: 'X', r: 'X' }, { b: 'B' }]) {
-      expect(rw(sides, pushOnly).actions).toEqual([]);
+  it('a new file written after settleAfter waits for the next pass', () => {
+    const local = new Map([[P, { sha: 'L', size: 1, mtimeMs: 2_000 }]]);
+    expect(rw({}, { localFiles: local, settleAfter: 1_000 }).skipped).toEqual([
+      { path: P, code: 'settling', reason: 'written less than a moment ago; left for the next pass' },
+    ]);
+    expect(rw({}, { localFiles: local, settleAfter: 2_000 }).actions).toMatchObject([{ type: 'create' }]);
+  });
+});
+
+describe('the plan keeps transfers, baseline-only and report-only actions apart', () => {
+  it('each kind of action lands in its own list', () => {
+    const files = (o: Record<string, string>) => new Map(Object.entries(o).map(([p, sha]) => [p, { sha, size: 1, mtimeMs: 0 }]));
+    const plan = planStore({
+      ...input({}),
+      baseline: new Map([['/adopt.md', 'B'], ['/forget.md', 'B'], ['/pull.md', 'B']]),
+      localFiles: files({ '/adopt.md': 'X', '/pull.md': 'B', '/refused.md': 'L' }),
+      remote: new Map([['/adopt.md', { id: 'm1', sha: 'X' }], ['/pull.md', { id: 'm2', sha: 'R' }]]),
+      refused: new Map([['/refused.md', 'L']]),
+    });
+    expect(plan.transfers).toMatchObject([{ type: 'pull', path: '/pull.md' }]);
+    expect(plan.baselineOnly).toEqual([{ type: 'adopt', path: '/adopt.md', sha: 'X' }, { type: 'forget', path: '/forget.md' }]);
+    expect(plan.reportOnly).toMatchObject([{ type: 'refuse', path: '/refused.md' }]);
+  });
+
+  it('a pull carries the content the listing gave, and only then', () => {
+    expect(rw({}, { remote: new Map([[P, { id: ID, sha: 'R', content: 'hello' }]]) }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: null, reason: 'new_remote', content: 'hello' },
+    ]);
+    expect(rw({ r: 'R' }).actions[0]).not.toHaveProperty('content');
+  });
+});
+
+describe('pushOnlyView: the push-only flush as a view over a plan', () => {
+  const view = (sides: Sides, over: Partial<PlanInput> = {}) => withActions(pushOnlyView(planStore(input(sides, { graceMs: 0, ...over }))));
+
+  it('keeps pushes (updates and creates) and refusals', () => {
+    expect(view({ b: 'B', l: 'L', r: 'B' }).actions).toMatchObject([{ type: 'update' }]);
+    expect(view({ b: 'B', l: 'L' }).actions).toMatchObject([{ type: 'create', reason: 'recreate' }]);
+    expect(view({ l: 'L' }).actions).toMatchObject([{ type: 'create', reason: 'new_local' }]);
+    expect(view({ l: 'L' }, { refused: new Map([[P, 'L']]) }).actions).toMatchObject([{ type: 'refuse' }]);
+  });
+
+  it('drops pulls, deletes, baseline moves and read-only keeps', () => {
+    for (const sides of [{ b: 'B', l: 'B', r: 'R' }, { r: 'R' }, { b: 'B', r: 'B' }, { b: 'B', l: 'B' }, { b: 'B', l: 'X', r: 'X' }, { b: 'B' }, { b: 'B', r: 'R' }]) {
+      expect(view(sides).actions).toEqual([]);
     }
-    expect(rw({ b: 'B', r: 'B' }, { ...pushOnly, missingSince: new Map([[P, 5]]) }).missingSince.get(P)).toBe(5);
-    // A conflict cannot be pulled in a push-only flush, but the local edit it drops is named.
-    expect(rw({ b: 'B', l: 'L', r: 'R' }, pushOnly).actions).toEqual([{ type: 'note_conflict', path: P }]);
-    expect(rw({ l: 'L', r: 'R' }, pushOnly).actions).toEqual([{ type: 'note_conflict', path: P }]);
+    expect(view({ l: 'L' }, { access: 'read_only' }).actions).toEqual([]);
+  });
+
+  it('keeps the deletion candidates, with none pending', () => {
+    const plan = view({ b: 'B', r: 'B' }, { missingSince: new Map([[P, 5]]) });
+    expect(plan.missingSince.get(P)).toBe(5);
+    expect(plan.pendingDeletions).toEqual([]);
+  });
+
+  it('turns a conflict, which it cannot pull, into a note', () => {
+    expect(view({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P }]);
+    expect(view({ l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P }]);
   });
 });
 

@@ -85,12 +85,12 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
     expect(await h.read(`${dir}/a.md`)).toBe('mine');
 
     // A remote change to another memory leaves it alone.
-    h.client.putAs(STORE, '/b.md', 'beta 2');
+    h.client.writeMemory(STORE, '/b.md', 'beta 2');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/a.md`)).toBe('mine');
     expect(await h.read(`${dir}/b.md`)).toBe('beta 2');
 
-    h.client.putAs(STORE, '/a.md', 'alpha 2');
+    h.client.writeMemory(STORE, '/a.md', 'alpha 2');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pulled).toEqual(['/a.md']);
     expect(await h.read(`${dir}/a.md`)).toBe('alpha 2');
@@ -102,7 +102,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
     await h.write(`${dir}/n.md`, 'mine');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/n.md`)).toBe('mine');
-    h.client.putAs(STORE, '/n.md', 'theirs');
+    h.client.writeMemory(STORE, '/n.md', 'theirs');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/n.md`)).toBe('theirs');
     expect(writes()).toBe(0);
@@ -113,7 +113,7 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
     await h.remove(`${dir}/a.md`);
     await m.reconcile({ force: true });
     expect(await h.exists(`${dir}/a.md`)).toBe(false);
-    h.client.putAs(STORE, '/a.md', 'alpha 2');
+    h.client.writeMemory(STORE, '/a.md', 'alpha 2');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/a.md`)).toBe('alpha 2');
     expect(writes()).toBe(0);
@@ -122,8 +122,8 @@ describe.each(DISKS)('read-only stores on %s', (disk) => {
   it('a memory deleted in the store: an untouched file follows; an edited file is kept with a warning, never pushed', async () => {
     const m = await h.mountNotes({}, SEED, READ_ONLY);
     await h.write(`${dir}/a.md`, 'mine, the only copy');
-    h.client.removeAs(STORE, '/a.md');
-    h.client.removeAs(STORE, '/b.md');
+    h.client.deleteMemory(STORE, '/a.md');
+    h.client.deleteMemory(STORE, '/b.md');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.deletedLocal).toEqual(['/b.md']);
     expect(await h.exists(`${dir}/b.md`)).toBe(false);

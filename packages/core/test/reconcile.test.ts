@@ -38,8 +38,8 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('pulls a remote edit and a new remote memory, fetching only those', async () => {
     const m = await h.mountNotes({}, FILES);
-    h.client.putAs(STORE, '/a.md', 'alpha from elsewhere');
-    h.client.putAs(STORE, '/e/f.md', 'new');
+    h.client.writeMemory(STORE, '/a.md', 'alpha from elsewhere');
+    h.client.writeMemory(STORE, '/e/f.md', 'new');
     const gets = h.client.count('get');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pulled.sort()).toEqual(['/a.md', '/e/f.md']);
@@ -50,7 +50,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('both changed to the same content: adopted with no transfer', async () => {
     const m = await h.mountNotes({}, FILES);
-    h.client.putAs(STORE, '/a.md', 'same');
+    h.client.writeMemory(STORE, '/a.md', 'same');
     await h.write(`${dir}/a.md`, 'same');
     const before = h.client.requests.length;
     await m.reconcile({ force: true });
@@ -62,7 +62,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('conflict: the store wins, with a warning naming the path and the store', async () => {
     const m = await h.mountNotes({}, FILES);
-    h.client.putAs(STORE, '/a.md', 'remote edit');
+    h.client.writeMemory(STORE, '/a.md', 'remote edit');
     await h.write(`${dir}/a.md`, 'local edit');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.conflicts).toEqual(['/a.md']);
@@ -74,7 +74,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('a memory deleted in the store is deleted locally when the file was untouched', async () => {
     const m = await h.mountNotes({}, FILES);
-    h.client.removeAs(STORE, '/a.md');
+    h.client.deleteMemory(STORE, '/a.md');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.deletedLocal).toEqual(['/a.md']);
     expect(await h.exists(`${dir}/a.md`)).toBe(false);
@@ -82,7 +82,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
 
   it('a memory deleted in the store but edited locally is re-created from the file', async () => {
     const m = await h.mountNotes({}, FILES);
-    h.client.removeAs(STORE, '/a.md');
+    h.client.deleteMemory(STORE, '/a.md');
     await h.write(`${dir}/a.md`, 'only copy');
     await m.reconcile({ force: true });
     expect(h.client.snapshot(STORE)['/a.md']).toBe('only copy');
@@ -92,7 +92,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   it('a file deleted locally while its memory changed remotely is restored', async () => {
     const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
-    h.client.putAs(STORE, '/a.md', 'changed remotely');
+    h.client.writeMemory(STORE, '/a.md', 'changed remotely');
     await m.reconcile({ force: true });
     expect(await h.read(`${dir}/a.md`)).toBe('changed remotely');
     expect(h.client.count('delete')).toBe(0);
@@ -101,10 +101,10 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
   it('gone on both sides: dropped from the baseline, nothing sent', async () => {
     const m = await h.mountNotes({}, FILES);
     await h.remove(`${dir}/a.md`);
-    h.client.removeAs(STORE, '/a.md');
+    h.client.deleteMemory(STORE, '/a.md');
     await m.reconcile({ force: true });
     // Re-created remotely later, it is a plain new memory: pulled, not a conflict.
-    h.client.putAs(STORE, '/a.md', 'back');
+    h.client.writeMemory(STORE, '/a.md', 'back');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pulled).toEqual(['/a.md']);
     expect(report!.stores[0]!.conflicts).toEqual([]);
@@ -141,7 +141,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
       const first = await m.reconcile({ force: true });
       expect(first!.stores[0]!.pushed).toEqual([]);
       expect(first!.stores[0]!.errors).toMatchObject([{ path: '/a.md', kind: 'precondition_failed' }]);
-      h.client.putAs(STORE, '/a.md', 'winner');
+      h.client.writeMemory(STORE, '/a.md', 'winner');
       await m.reconcile({ force: true });
       expect(await h.read(`${dir}/a.md`)).toBe('winner');
     });
@@ -152,7 +152,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
       // Another writer deletes the memory between our listing and our update.
       const update = h.client.update.bind(h.client);
       h.client.update = (...args) => {
-        h.client.removeAs(STORE, '/a.md');
+        h.client.deleteMemory(STORE, '/a.md');
         return update(...args);
       };
       const report = await m.reconcile({ force: true });
@@ -166,7 +166,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
       // Another writer creates the same path between our listing and our create.
       const create = h.client.create.bind(h.client);
       h.client.create = (...args) => {
-        h.client.putAs(STORE, '/n.md', 'theirs');
+        h.client.writeMemory(STORE, '/n.md', 'theirs');
         return create(...args);
       };
       const first = await m.reconcile({ force: true });
@@ -218,7 +218,7 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
       h.client.seed('memstore_other', { '/x.md': 'x' });
       const m = h.mounter();
       await m.materialize([notesResource(), { type: 'memory_store', memory_store_id: 'memstore_other', name: 'Other' }]);
-      h.client.putAs('memstore_other', '/x.md', 'x2');
+      h.client.writeMemory('memstore_other', '/x.md', 'x2');
       // The first store to read is refused its feed, then its listing.
       h.client.failNext('listVersions', 'unauthorized');
       h.client.failNext('list', 'unauthorized');

@@ -67,7 +67,7 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
     it('is rewritten after every pass, and removed with the folder at finalize', async () => {
       const m = await mount();
       await h.write(`${dir}/a.md`, 'alpha 2');
-      h.client.putAs(STORE, '/n.md', 'new remote');
+      h.client.writeMemory(STORE, '/n.md', 'new remote');
       await m.reconcile({ force: true });
       const record = (await readRecord())!;
       expect(record.baseline['/a.md']).toBe(sha('alpha 2'));
@@ -145,7 +145,7 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
     it('pushes against the recorded baseline: a memory that moved on in the store wins a real conflict', async () => {
       await mount();
       await h.write(`${dir}/a.md`, 'local edit');
-      h.client.putAs(STORE, '/a.md', 'remote edit');
+      h.client.writeMemory(STORE, '/a.md', 'remote edit');
       const report = await recover();
       expect(h.client.snapshot(STORE)['/a.md']).toBe('remote edit');
       expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: ['/a.md'], pushed: [], unpushed: [] });
@@ -156,7 +156,7 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       await mount();
       const ids = new Map(h.client.memories(STORE).map((m) => [m.path, m.id]));
       expect((await readRecord())!.memory_ids['/a.md']).toBe(ids.get('/a.md'));
-      h.client.renameAs(STORE, '/a.md', '/moved/a.md');
+      h.client.renameMemory(STORE, '/a.md', '/moved/a.md');
       await h.write(`${dir}/a.md`, 'alpha edited');
       await h.fs.rename(`${dir}/b.md`, `${dir}/b2.md`);
       // crash: no finalize
@@ -171,7 +171,7 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
 
     it('no false conflict: a file unchanged since the recorded baseline lets a later remote edit stand, and nothing is pulled', async () => {
       await mount();
-      h.client.putAs(STORE, '/b.md', 'remote edit');
+      h.client.writeMemory(STORE, '/b.md', 'remote edit');
       const report = await recover();
       expect(h.client.snapshot(STORE)['/b.md']).toBe('remote edit');
       expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], pushed: [] });

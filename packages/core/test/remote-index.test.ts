@@ -15,8 +15,8 @@ describe('indexRemote', () => {
     expect([...remote.keys()].sort()).toEqual(['/a/b.md', '/c.md']);
     expect(skipped).toEqual(
       expect.arrayContaining([
-        { path: '/c.md', reason: 'listed twice by the store' },
-        { path: '/a', reason: 'remote path is also a folder of other memories' },
+        { path: '/c.md', code: 'listed_twice', reason: 'listed twice by the store' },
+        { path: '/a', code: 'path_is_folder', reason: 'remote path is also a folder of other memories' },
       ]),
     );
   });
@@ -32,7 +32,7 @@ describe('indexRemote', () => {
     ]) {
       const { remote, skipped } = indexRemote(order, { caseInsensitiveDisk: true });
       expect([...remote.keys()]).toEqual(['/Notes.md']);
-      expect(skipped).toEqual([{ path: '/notes.md', reason: 'differs only in case from /Notes.md, and this disk ignores case' }]);
+      expect(skipped).toEqual([{ path: '/notes.md', code: 'case_clash', reason: 'differs only in case from /Notes.md, and this disk ignores case' }]);
     }
   });
 });

@@ -21,7 +21,7 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
   it('a remote rename of a 1,000-memory folder moves the files: 0 content transfers', async () => {
     const m = await h.mountNotes({}, notes(1_000, 'notes'));
     const ids = idsByPath(h.client);
-    for (const path of ids.keys()) h.client.renameAs(STORE, path, path.replace('/notes/', '/archive/'));
+    for (const path of ids.keys()) h.client.renameMemory(STORE, path, path.replace('/notes/', '/archive/'));
     const before = h.client.requests.length;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     const sent = ops(h.client, before);
@@ -72,7 +72,7 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
   it('a remote rename while the file is edited locally: the edit goes to the renamed memory, no copy is left at the old path', async () => {
     const m = await h.mountNotes({}, { '/a.md': 'alpha' });
     const [id] = idsByPath(h.client).values();
-    h.client.renameAs(STORE, '/a.md', '/b.md');
+    h.client.renameMemory(STORE, '/a.md', '/b.md');
     await h.write(`${h.notesDir}/a.md`, 'alpha, edited');
     const before = h.client.requests.length;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
@@ -102,7 +102,7 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
     const update = h.client.update.bind(h.client);
     h.client.update = (storeId, memoryId, input, opts) => {
       h.client.update = update;
-      h.client.putAs(STORE, '/a.md', 'alpha, edited remotely');
+      h.client.writeMemory(STORE, '/a.md', 'alpha, edited remotely');
       return update(storeId, memoryId, input, opts);
     };
     const first = (await m.reconcile({ force: true }))!.stores[0]!;
@@ -119,7 +119,7 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
 
   it('a remote rename onto a name taken on disk falls back: the local file is kept, the memory pulled over it as a conflict', async () => {
     const m = await h.mountNotes({ conflictCopies: true }, { '/a.md': 'alpha' });
-    h.client.renameAs(STORE, '/a.md', '/b.md');
+    h.client.renameMemory(STORE, '/a.md', '/b.md');
     await h.write(`${h.notesDir}/b.md`, 'a local b');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.renamed).toEqual([]);

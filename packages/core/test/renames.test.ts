@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planStore, type Action, type PlanInput } from '../src/plan.js';
+import { planActions, planStore, pushOnlyView, type Action, type Plan, type PlanInput } from '../src/plan.js';
 import { baselineIdsAfter } from '../src/renames.js';
 import type { LocalFile } from '../src/scan.js';
 
@@ -24,11 +24,10 @@ function input(w: World, over: Partial<PlanInput> = {}): PlanInput {
     deletionMode: 'enabled',
     now: 100_000,
     graceMs: 30_000,
-    pushOnly: false,
     baseline: new Map(Object.entries(w.baseline ?? {})),
     baselineIds: new Map(Object.entries(w.ids ?? {})),
     localFiles: new Map(Object.entries(w.local ?? {}).map(([p, f]) => [p, typeof f === 'string' ? { sha: f, size: 1, mtimeMs: 0 } : f])),
-    localBlocked: new Map(Object.entries(w.blocked ?? {})),
+    localBlocked: new Map(Object.entries(w.blocked ?? {}).map(([p, detail]) => [p, { code: 'is_symlink' as const, detail }])),
     remote: new Map(Object.entries(w.remote ?? {}).map(([p, [id, sha]]) => [p, { id, sha }])),
     missingSince: new Map(),
     refused: new Map(),
@@ -36,9 +35,11 @@ function input(w: World, over: Partial<PlanInput> = {}): PlanInput {
     ...over,
   };
 }
-const rw = (w: World, over: Partial<PlanInput> = {}) => planStore(input(w, over));
-const ro = (w: World, over: Partial<PlanInput> = {}) => planStore(input(w, { access: 'read_only', ...over }));
-const flush = (w: World, over: Partial<PlanInput> = {}) => planStore(input(w, { pushOnly: true, ...over }));
+/** A plan, with every action in one list (`actions`), as the table reads. */
+const withActions = (plan: Plan) => Object.assign(plan, { actions: planActions(plan) });
+const rw = (w: World, over: Partial<PlanInput> = {}) => withActions(planStore(input(w, over)));
+const ro = (w: World, over: Partial<PlanInput> = {}) => withActions(planStore(input(w, { access: 'read_only', ...over })));
+const flush = (w: World, over: Partial<PlanInput> = {}) => withActions(pushOnlyView(planStore(input(w, over))));
 const types = (actions: Action[]) => actions.map((a) => `${a.type} ${a.path}`).sort();
 
 /** The store renamed X from /a.md to /b.md; `l` is the file at /a.md, `r` the memory's sha at /b.md. */
@@ -65,7 +66,7 @@ describe('remote rename: the file follows on disk, no transfer', () => {
         memoryId: X,
         expectLocal: 'L',
         baseSha: 'B',
-        then: { type: 'push', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' },
+        then: { type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
       },
     ]);
     // Read-only: moved, the edit kept and never pushed.
@@ -74,8 +75,8 @@ describe('remote rename: the file follows on disk, no transfer', () => {
 
   it('remote_renamed_local_edited, content the store cannot take: moved, then refused at the new path', () => {
     const w = remoteRenamed('L', 'B');
-    w.local = { '/a.md': { sha: 'L', size: 1, mtimeMs: 0, unpushable: 'is not UTF-8 text' } };
-    expect(rw(w).actions[0]).toMatchObject({ type: 'rename_local', then: { type: 'refuse', path: '/b.md', reason: 'is not UTF-8 text' } });
+    w.local = { '/a.md': { sha: 'L', size: 1, mtimeMs: 0, unpushable: { code: 'not_utf8', detail: 'is not UTF-8 text' } } };
+    expect(rw(w).actions[0]).toMatchObject({ type: 'rename_local', then: { type: 'refuse', path: '/b.md', code: 'not_utf8', detail: 'is not UTF-8 text' } });
     // Already refused at the old path: not warned again.
     expect(rw(remoteRenamed('L', 'B'), { refused: new Map([['/a.md', 'L']]) }).actions[0]).toMatchObject({
       then: { type: 'refuse', path: '/b.md', firstTime: false },
@@ -108,16 +109,16 @@ describe('remote rename: the file follows on disk, no transfer', () => {
         baseSha: 'B',
         alreadyMoved: true,
         // An edit made with the move is a local change of the memory, not a conflict.
-        then: { type: 'push', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' },
+        then: { type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
       },
     ]);
-    expect(flush(w).actions).toEqual([{ type: 'push', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' }]);
+    expect(flush(w).actions).toEqual([{ type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' }]);
   });
 
   it('push-only flush: nothing moves; a local edit goes to the memory by id, a conflict is named', () => {
     expect(flush(remoteRenamed('B', 'B')).actions).toEqual([]);
     expect(flush(remoteRenamed('L', 'B')).actions).toEqual([
-      { type: 'push', path: '/a.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B', reason: 'local_changed' },
+      { type: 'update', path: '/a.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
     ]);
     expect(flush(remoteRenamed('L', 'R')).actions).toEqual([{ type: 'note_conflict', path: '/a.md' }]);
   });
@@ -214,14 +215,14 @@ describe('local rename: the memory follows in the store, id and history kept', (
         remote: { '/a.md': ['mem_a', 'E'], '/b.md': ['mem_b', 'E'] },
       };
       const plan = rw(w);
-      expect(types(plan.actions)).toEqual(['push /c.md', 'push /d.md']);
+      expect(types(plan.actions)).toEqual(['create /c.md', 'create /d.md']);
       expect(plan.pendingDeletions).toEqual(['/a.md', '/b.md']);
     });
     it('one vanished file, two new copies of it', () => {
       noRename({ ...localRenamed(), local: { '/b.md': 'B', '/c.md': 'B' } });
     });
     it('the memory changed in the store meanwhile: restored, and the new file created', () => {
-      expect(types(rw({ ...localRenamed(), remote: { '/a.md': [X, 'R'] } }).actions)).toEqual(['pull /a.md', 'push /b.md']);
+      expect(types(rw({ ...localRenamed(), remote: { '/a.md': [X, 'R'] } }).actions)).toEqual(['create /b.md', 'pull /a.md']);
     });
     it('the store holds another memory at the old path than the baseline was agreed with', () => {
       noRename({ ...localRenamed(), remote: { '/a.md': ['mem_other', 'B'] } });
@@ -230,7 +231,7 @@ describe('local rename: the memory follows in the store, id and history kept', (
       noRename({ ...localRenamed(), remote: { '/a.md': [X, 'B'], '/b.md': ['mem_y', 'C'] } });
     });
     it('the new file cannot be pushed (path or content refused)', () => {
-      noRename({ ...localRenamed(), local: { '/b.md': { sha: 'B', size: 1, mtimeMs: 0, unpushable: 'path contains a backslash' } } });
+      noRename({ ...localRenamed(), local: { '/b.md': { sha: 'B', size: 1, mtimeMs: 0, unpushable: { code: 'bad_path', detail: 'path contains a backslash' } } } });
       noRename(localRenamed(), { refused: new Map([['/b.md', 'B']]) });
     });
     it('the old path is behind something the scan could not see', () => {

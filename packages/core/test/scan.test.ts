@@ -2,7 +2,8 @@ import { mkdtemp, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NodeFileSystem, scanStore, sha256Hex, StoreFolder, type ScanCache } from '@memory-mounter/core';
+import { NodeFileSystem, sha256Hex } from '@memory-mounter/core';
+import { scanStore, StoreFolder, type ScanCache } from '@memory-mounter/core/engine';
 
 /** A NodeFileSystem that counts the files it opens for reading. */
 class CountingFs extends NodeFileSystem {

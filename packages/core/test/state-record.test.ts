@@ -9,7 +9,7 @@ import {
   type FileSystem,
   type StateRecord,
 } from '@memory-mounter/core';
-import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { listRecords, writeRecord } from '../src/state-record.js';
 
 /** SPEC 6.3: the crash-recovery record: its name, its format, and that it is written atomically. */
@@ -119,8 +119,9 @@ describe('writeRecord and listRecords', () => {
     const fs = new MemfsFileSystem({ [STATE]: null });
     const first = sampleRecord();
     await writeRecord(fs, STATE, first);
-    fs.failNext('rename', 'ENOSPC');
-    await expect(writeRecord(fs, STATE, sampleRecord({ baseline: {} }))).rejects.toMatchObject({ code: 'ENOSPC' });
+    const faulty = new FaultyFileSystem(fs);
+    faulty.failNext('rename', 'ENOSPC');
+    await expect(writeRecord(faulty, STATE, sampleRecord({ baseline: {} }))).rejects.toMatchObject({ code: 'ENOSPC' });
     expect(fs.vol.readdirSync(STATE)).toEqual([recordFileName(first.host_path)]);
     const listed = await listRecords(fs, STATE);
     expect(listed.records).toEqual([{ file: recordFileName(first.host_path), record: first }]);

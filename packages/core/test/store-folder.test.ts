@@ -5,16 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemfsFileSystem } from '@memory-mounter/testing';
-import {
-  FolderRefusal,
-  MAX_MEMORY_BYTES,
-  NodeFileSystem,
-  sha256Hex,
-  StoreFolder,
-  type DirHandle,
-  type FileSystem,
-  type OpenFile,
-} from '@memory-mounter/core';
+import { MAX_MEMORY_BYTES, NodeFileSystem, sha256Hex, type DirHandle, type FileSystem, type OpenFile } from '@memory-mounter/core';
+import { FolderRefusal, StoreFolder } from '@memory-mounter/core/engine';
 
 /**
  * The confined store folder on each kind of handle: memfs (unpinned), the real disk with pinned

@@ -25,15 +25,15 @@ describe('symlinks, special files and modes on a real disk', () => {
     const report = await m.reconcile({ force: true });
     await m.reconcile({ force: true });
     expect(uploaded()).not.toContain('TOP SECRET');
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/leak.md', reason: 'is a symlink' });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.logger.warnings().filter((w) => w.fields.path === '/leak.md')).toHaveLength(1);
   });
 
   it('a symlinked folder is never descended into, and a remote memory under it is never written through it', async () => {
     const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     await symlink(outside, `${dir}/linked`);
-    h.client.putAs(STORE, '/linked/secret.txt', 'overwritten through the link');
-    h.client.putAs(STORE, '/linked/new.md', 'planted through the link');
+    h.client.writeMemory(STORE, '/linked/secret.txt', 'overwritten through the link');
+    h.client.writeMemory(STORE, '/linked/new.md', 'planted through the link');
     await m.reconcile({ force: true });
     expect(await readFile(`${outside}/secret.txt`, 'utf8')).toBe('TOP SECRET');
     await expect(stat(`${outside}/new.md`)).rejects.toMatchObject({ code: 'ENOENT' });
@@ -47,7 +47,7 @@ describe('symlinks, special files and modes on a real disk', () => {
     h.clock.advance(3600);
     await m.reconcile({ force: true });
     expect(h.client.count('delete')).toBe(0);
-    h.client.putAs(STORE, '/a.md', 'remote change');
+    h.client.writeMemory(STORE, '/a.md', 'remote change');
     await m.reconcile({ force: true });
     expect(await readFile(`${outside}/secret.txt`, 'utf8')).toBe('TOP SECRET');
     expect(uploaded()).not.toContain('TOP SECRET');
@@ -57,7 +57,7 @@ describe('symlinks, special files and modes on a real disk', () => {
     const m = await h.mountNotes({ deleteGracePeriod: 0 }, FILES);
     execFileSync('mkfifo', [`${dir}/pipe`]);
     const report = await m.reconcile({ force: true });
-    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/pipe', reason: 'is not a regular file' });
+    expect(report!.stores[0]!.skippedPaths).toContainEqual({ path: '/pipe', code: 'not_regular', reason: 'is not a regular file' });
   });
 
   it('a mount path that is a symlink is mount_path_exists; its target is untouched', async () => {

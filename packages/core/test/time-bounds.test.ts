@@ -63,7 +63,7 @@ describe('a store that never answers and ignores its signal', () => {
     expect(ms).toBeLessThan(500 + 1_500);
     expect(ms).toBeGreaterThanOrEqual(450);
     expect(lists).toBeGreaterThanOrEqual(2);
-    expect(report!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+    expect(report!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     const cut = h.logger.warnings().find((w) => w.msg === 'sync pass cut off by a time bound');
     expect(cut?.fields).toMatchObject({ memory_store_id: STORE, bound: 'syncTimeout (0.5 s) ran out' });
   });
@@ -119,7 +119,7 @@ describe.each(['memfs', 'node'] as const)('finalize while a reconcile pass is st
     const { result: report, ms } = await timed(m.finalize());
     expect(ms).toBeLessThan(300 + 2_000);
     expect(reconciled).toBe(true);
-    expect((await stuck)!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+    expect((await stuck)!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     expect(report.timedOut).toEqual({ sync: true, flush: true });
     expectEveryChangeNamed(h, report.unpushed, /time bound/);
     expect(await h.exists(h.notesDir)).toBe(false);
@@ -150,7 +150,7 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
     await h.write(`${h.notesDir}/a.md`, 'alpha, edited');
     await h.remove(`${h.notesDir}/b.md`);
-    h.client.putAs(STORE, '/d/c.md', 'gamma, remote edit');
+    h.client.writeMemory(STORE, '/d/c.md', 'gamma, remote edit');
     const { updates, deletes } = recordWrites();
     h.client.failNext('listVersions', 'unavailable', 2);
     h.client.failNext('get', 'unavailable', 2);
@@ -218,7 +218,7 @@ describe('unavailable: retried inside the window where the store makes a repeat 
     outage(h);
     const { result: sync, ms: syncMs } = await timed(m.reconcile({ force: true }));
     expect(syncMs).toBeLessThan(500 + 1_500);
-    expect(sync!.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/time bound/) });
+    expect(sync!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound', reason: expect.stringMatching(/time bound/) });
     // Retried, not given up on at the first failure (the feed read: the pass ends before its budget).
     expect(h.client.count('listVersions')).toBeGreaterThan(2);
     const { result: report, ms } = await timed(m.finalize());
@@ -252,9 +252,9 @@ describe('unpushed names what a flush could not send for other reasons', () => {
     for (const path of ['/a.md', '/b.md', '/d/c.md']) await h.remove(`${h.notesDir}${path}`);
     await h.write(`${h.notesDir}/g/h.md`, 'made after the wipe');
     const report = await m.finalize({ outcome: 'aborted' });
-    expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/wiped/) });
+    expect(report.flush.stores[0]).toMatchObject({ status: 'skipped', code: 'folder_wiped', reason: expect.stringMatching(/wiped/) });
     expect(report.unpushed).toEqual([
-      { memoryStoreId: STORE, path: '/g/h.md', reason: expect.stringMatching(/^new local file; not pushed: .*wiped/) },
+      { memoryStoreId: STORE, path: '/g/h.md', code: 'folder_wiped', reason: expect.stringMatching(/^new local file; not pushed: .*wiped/) },
     ]);
     expect(report.removed).toEqual([h.notesDir]);
   });

@@ -78,20 +78,21 @@ describe('unpushedChanges', () => {
 
   it('a flush that could not plan: every local difference, with the flush reason', () => {
     for (const flush of [
-      flushReport({ status: 'failed', reason: 'store unauthorized: injected unauthorized on list' }),
-      flushReport({ status: 'skipped', reason: 'cut off by the time bound' }),
+      flushReport({ status: 'failed', code: 'store_error', reason: 'store unauthorized: injected unauthorized on list' }),
+      flushReport({ status: 'skipped', code: 'time_bound', reason: 'cut off by the time bound' }),
     ]) {
+      const code = flush.code;
       expect(unpushedChanges(flush, baseline, scan)).toEqual([
-        { path: '/a.md', reason: `edited locally; not pushed: ${flush.reason}` },
-        { path: '/b.md', reason: `deleted locally; not pushed: ${flush.reason}` },
-        { path: '/n.md', reason: `new local file; not pushed: ${flush.reason}` },
+        { path: '/a.md', code, reason: `edited locally; not pushed: ${flush.reason}` },
+        { path: '/b.md', code, reason: `deleted locally; not pushed: ${flush.reason}` },
+        { path: '/n.md', code, reason: `new local file; not pushed: ${flush.reason}` },
       ]);
     }
   });
 
   it("a flush whose rename of a memory failed: the agent's rename is named (the content is in the store at the old path)", () => {
     const flush = flushReport({ errors: [{ path: '/b2.md', operation: 'rename_remote', kind: 'path_conflict', message: 'taken' }] });
-    expect(unpushedChanges(flush, baseline, scan)).toEqual([{ path: '/b2.md', reason: 'rename failed (path_conflict): taken' }]);
+    expect(unpushedChanges(flush, baseline, scan)).toEqual([{ path: '/b2.md', code: 'push_failed', reason: 'rename failed (path_conflict): taken' }]);
   });
 
   it('a flush that planned: what its report says was not sent, and why', () => {
@@ -101,38 +102,39 @@ describe('unpushedChanges', () => {
         { path: '/p.md', operation: 'pull', kind: 'unavailable', message: 'not a push' },
       ],
       cutOff: ['/a.md', '/c.md'],
-      refused: [{ path: '/big.md', reason: 'is larger than 102400 bytes' }],
+      refused: [{ path: '/big.md', code: 'too_large', reason: 'is larger than 102400 bytes' }],
       conflicts: ['/x.md'],
       skippedPaths: [
-        { path: '/n.md', reason: 'changed on disk during the sync; left for the next pass' },
-        { path: '/link.md', reason: 'is a symlink' },
+        { path: '/n.md', code: 'changed_during_sync', reason: 'changed on disk during the sync; left for the next pass' },
+        { path: '/link.md', code: 'is_symlink', reason: 'is a symlink' },
       ],
     });
     expect(unpushedChanges(flush, baseline, scan)).toEqual([
-      { path: '/a.md', reason: 'push failed (unavailable): store update timed out after 30s' },
-      { path: '/big.md', reason: 'refused: is larger than 102400 bytes' },
-      { path: '/c.md', reason: 'cut off by the time bound before it was sent' },
-      { path: '/n.md', reason: 'skipped: changed on disk during the sync; left for the next pass' },
-      { path: '/x.md', reason: 'conflict: the memory changed in the store too, and the store keeps its version' },
+      { path: '/a.md', code: 'push_failed', reason: 'push failed (unavailable): store update timed out after 30s' },
+      { path: '/big.md', code: 'too_large', reason: 'refused: is larger than 102400 bytes' },
+      { path: '/c.md', code: 'time_bound', reason: 'cut off by the time bound before it was sent' },
+      { path: '/n.md', code: 'changed_during_sync', reason: 'skipped: changed on disk during the sync; left for the next pass' },
+      { path: '/x.md', code: 'conflict', reason: 'conflict: the memory changed in the store too, and the store keeps its version' },
     ]);
   });
 
   it('nothing for a clean flush, a read-only store, or a folder skipped for another reason', () => {
     expect(unpushedChanges(flushReport({ pushed: ['/a.md', '/n.md'] }), map({ '/a.md': 'A2', '/n.md': 'N' }), scan)).toEqual([]);
-    expect(unpushedChanges(flushReport({ access: 'read_only', status: 'failed', reason: 'x' }), baseline, scan)).toEqual([]);
-    expect(unpushedChanges(flushReport({ status: 'skipped', reason: 'folder not trusted: marker' }), baseline, scan)).toEqual([]);
+    expect(unpushedChanges(flushReport({ access: 'read_only', status: 'failed', code: 'store_error', reason: 'x' }), baseline, scan)).toEqual([]);
+    expect(unpushedChanges(flushReport({ status: 'skipped', code: 'distrusted', reason: 'folder not trusted: marker' }), baseline, scan)).toEqual([]);
   });
 
   it('a flush that found the folder wiped (and never re-downloads): the files made since, not the wiped ones', () => {
     const wiped = flushReport({
       status: 'skipped',
+      code: 'folder_wiped',
       reason: 'every memory file is gone at once (folder wiped); a push-only flush does not re-download',
     });
     const afterWipe: LastScan = { files: filesOf({ '/g/h.md': 'H' }), blocked: new Map(), baseline };
-    expect(unpushedChanges(wiped, baseline, afterWipe)).toEqual([{ path: '/g/h.md', reason: `new local file; not pushed: ${wiped.reason}` }]);
+    expect(unpushedChanges(wiped, baseline, afterWipe)).toEqual([{ path: '/g/h.md', code: 'folder_wiped', reason: `new local file; not pushed: ${wiped.reason}` }]);
   });
 
   it('no scan ever taken: nothing is known to name', () => {
-    expect(unpushedChanges(flushReport({ status: 'failed', reason: 'x' }), baseline, null)).toEqual([]);
+    expect(unpushedChanges(flushReport({ status: 'failed', code: 'store_error', reason: 'x' }), baseline, null)).toEqual([]);
   });
 });

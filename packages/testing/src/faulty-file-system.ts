@@ -1,18 +1,22 @@
 import { fsError, unpinnedDirHandle, type DirEntry, type DirHandle, type FileStat, type FileSystem, type OpenFile } from '@memory-mounter/core';
 
-type Op = keyof FileSystem;
+/** A FileSystem method, as `FaultyFileSystem` names the calls it can fail. */
+export type FileSystemOp = keyof FileSystem;
 
 /**
- * Wraps any FileSystem (a real temp dir included) and fails chosen calls with a Node-style
- * error: `fail('rm', '/mnt/memory/notes', 'EIO')` makes the next `rm` of that path throw
- * `EIO` without touching the disk. Faults are used up in the order they were added.
+ * The one fault-injecting FileSystem of the test doubles. Wraps any FileSystem (`MemfsFileSystem`,
+ * or `NodeFileSystem` on a real temp dir) and fails chosen calls with a Node-style error, without
+ * touching the disk: `fail('rm', '/mnt/memory/notes', 'EIO')` makes the next `rm` of that path
+ * throw `EIO`; `failNext('writeFile', 'ENOSPC')` the next `writeFile` of any path. Faults are
+ * used up in the order they were added.
  *
  * Its folder handles are unpinned (plain paths), so every path the engine passes is the real
  * one a fault can be aimed at; the engine then verifies folder identities as on any platform
  * without pinned handles.
  */
 export class FaultyFileSystem implements FileSystem {
-  readonly #faults: { op: Op; path: string; code: string }[] = [];
+  /** `path` undefined: the next call of `op` on any path. */
+  readonly #faults: { op: FileSystemOp; path: string | undefined; code: string }[] = [];
 
   /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
   readonly readLinkSync?: (path: string) => string | null;
@@ -28,8 +32,13 @@ export class FaultyFileSystem implements FileSystem {
   }
 
   /** The next `times` calls of `op` on exactly `path` (for `rename`, its source) fail with `code`. */
-  fail(op: Op, path: string, code: string, times = 1): void {
+  fail(op: FileSystemOp, path: string, code: string, times = 1): void {
     for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
+  }
+
+  /** The next `times` calls of `op`, on any path, fail with `code` (ENOSPC, EACCES, ...). */
+  failNext(op: FileSystemOp, code: string, times = 1): void {
+    for (let i = 0; i < times; i++) this.#faults.push({ op, path: undefined, code });
   }
 
   async lstat(path: string): Promise<FileStat | null> {
@@ -79,8 +88,8 @@ export class FaultyFileSystem implements FileSystem {
     return this.inner.openFile(path);
   }
 
-  #inject(op: Op, path: string): void {
-    const index = this.#faults.findIndex((f) => f.op === op && f.path === path);
+  #inject(op: FileSystemOp, path: string): void {
+    const index = this.#faults.findIndex((f) => f.op === op && (f.path === undefined || f.path === path));
     if (index < 0) return;
     const [fault] = this.#faults.splice(index, 1);
     throw fsError(fault!.code, op, path, 'injected fault');

@@ -1,4 +1,4 @@
-export { MemfsFileSystem, type FileSystemOp } from './memfs-file-system.js';
+export { MemfsFileSystem } from './memfs-file-system.js';
 export {
   InMemoryStoreClient,
   type InMemoryStoreClientOptions,
@@ -7,7 +7,7 @@ export {
   type StoreRequest,
 } from './in-memory-store-client.js';
 export * from './memory-api-server/index.js';
-export { FaultyFileSystem } from './faulty-file-system.js';
+export { FaultyFileSystem, type FileSystemOp } from './faulty-file-system.js';
 export { ManualClock } from './manual-clock.js';
 export type {
   VersionRecord,
@@ -17,4 +17,8 @@ export type {
   VersionClock,
   VersionFilter,
   Instant,
-} from './memory-versions.js';
+} from './model/memory-versions.js';
+export { MemoryService, type MemoryServiceOptions } from './model/memory-service.js';
+export type { MemoryStore, MemoryRecord, MemoryChange, ListRequest, VersionQuery, StoreEnvironment } from './model/memory-store.js';
+export type { ListEntry } from './model/listing.js';
+export { ServiceRefusal, type RefusalCode } from './model/refusal.js';

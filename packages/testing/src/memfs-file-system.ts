@@ -4,14 +4,12 @@ import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile } f
 import { Volume } from 'memfs';
 import type { DirectoryJSON, IFs } from 'memfs';
 
-export type FileSystemOp = keyof FileSystem;
-
 const DEFAULT_FILE_MODE = 0o600;
 const DEFAULT_DIR_MODE = 0o700;
 
 /**
  * The FileSystem in memory, on memfs, with the same semantics as NodeFileSystem (the shared
- * conformance suite runs against both).
+ * conformance suite runs against both). To fail chosen calls, wrap it in `FaultyFileSystem`.
  *
  * memfs follows symlinks where POSIX does not: `rm` and `rename` act on a link's target. So every
  * operation checks with `lstat` and handles links itself. Each method runs memfs's synchronous
@@ -20,7 +18,6 @@ const DEFAULT_DIR_MODE = 0o700;
 export class MemfsFileSystem implements FileSystem {
   /** The volume itself, for tests to plant symlinks or inspect modes and contents. */
   readonly vol: Volume;
-  readonly #faults = new Map<FileSystemOp, string[]>();
 
   /**
    * `seed`: an existing volume (or memfs `fs`), or a `Volume.fromJSON` layout where `null` makes a
@@ -32,20 +29,11 @@ export class MemfsFileSystem implements FileSystem {
     else this.vol = Volume.fromJSON(seed as DirectoryJSON);
   }
 
-  /** The next `times` calls of `op` fail with `code` (EACCES, ENOSPC, ...) before touching anything. */
-  failNext(op: FileSystemOp, code: string, times = 1): void {
-    const queue = this.#faults.get(op) ?? [];
-    for (let i = 0; i < times; i++) queue.push(code);
-    this.#faults.set(op, queue);
-  }
-
   async lstat(path: string): Promise<FileStat | null> {
-    this.#injectFault('lstat', path);
     return this.#lstat(path);
   }
 
   async readdir(path: string): Promise<DirEntry[]> {
-    this.#injectFault('readdir', path);
     const stat = this.vol.lstatSync(path);
     // memfs follows a link named as the directory, and says ENOENT for a file: both are ENOTDIR.
     if (!stat.isDirectory()) throw fsError('ENOTDIR', 'scandir', path);
@@ -54,7 +42,6 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async readFile(path: string): Promise<Uint8Array> {
-    this.#injectFault('readFile', path);
     const stat = this.vol.lstatSync(path);
     if (stat.isSymbolicLink()) throw fsError('ELOOP', 'open', path, 'is a symlink');
     if (!stat.isFile()) throw fsError('EINVAL', 'read', path, 'not a regular file');
@@ -62,7 +49,6 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
-    this.#injectFault('writeFile', path);
     const temp = posix.join(posix.dirname(path), tempFileName());
     // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
     // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
@@ -83,7 +69,6 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {
-    this.#injectFault('mkdir', path);
     const mode = opts.mode ?? DEFAULT_DIR_MODE;
     // Non-recursive memfs mkdir fails with EEXIST on any entry, a symlink included.
     this.vol.mkdirSync(path, { mode, recursive: opts.recursive ?? false });
@@ -94,7 +79,6 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async rm(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
-    this.#injectFault('rm', path);
     const stat = this.#lstat(path);
     if (stat === null) return;
     // Only a real directory reaches memfs's rm/rmdir: given a link, they remove its target.
@@ -109,18 +93,15 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async rename(from: string, to: string): Promise<void> {
-    this.#injectFault('rename', from);
     this.#rename(from, to);
   }
 
   /** memfs cannot hold a folder open: handles are unpinned, and the engine verifies identities. */
   async openDir(path: string): Promise<DirHandle> {
-    this.#injectFault('openDir', path);
     return unpinnedDirHandle({ lstat: async (p) => this.#lstat(p) }, path);
   }
 
   async openFile(path: string): Promise<OpenFile> {
-    this.#injectFault('openFile', path);
     // lstat and open in one synchronous step: nothing can swap the entry between them.
     const stat = this.#lstat(path);
     if (stat === null) throw fsError('ENOENT', 'open', path);
@@ -146,13 +127,7 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   readLinkSync(path: string): string | null {
-    this.#injectFault('readLinkSync', path);
     return this.#lstat(path)?.type === 'symlink' ? String(this.vol.readlinkSync(path)) : null;
-  }
-
-  #injectFault(op: FileSystemOp, path: string): void {
-    const code = this.#faults.get(op)?.shift();
-    if (code !== undefined) throw fsError(code, op, path, 'injected fault');
   }
 
   #lstat(path: string): FileStat | null {

@@ -458,7 +458,7 @@ describe('memory versions', () => {
     expect((await call('POST', `${version(a!.memory_version_id)}/redact`)).json.redacted_at).toBe('2026-03-01T12:00:05.000Z');
     expect(server.redactVersion(STORE, b!.memory_version_id).redacted_at).toBe('2026-03-01T12:00:06.000Z');
     expect((await call('GET', version(b!.memory_version_id))).json).toMatchObject({ path: null, content: null });
-    expect(() => server.redactVersion(STORE, 'memver_nope')).toThrow(/no memory version/);
+    expect(() => server.redactVersion(STORE, 'memver_nope')).toThrow(/memory version memver_nope not found/);
     expect(server.snapshot(STORE)).toEqual({ '/a.md': 'a', '/b.md': 'b' }); // the memories are untouched
   });
 

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { liveControlPlane, sessionWorkItem } from '@memory-mounter/anthropic';
+import { liveControlPlane } from '@memory-mounter/anthropic';
+import { sessionWorkItem } from '@memory-mounter/testing/anthropic';
 
 /**
  * A local stand-in for the work queue endpoints: `poll` hands out `queue` one item at a time,

@@ -1,7 +1,8 @@
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import { describe, expect, it } from 'vitest';
-import { ScriptedControlPlane, sessionsTokenFromSecret, sessionWorkItem, workSecretFor, type WorkItem } from '@memory-mounter/anthropic';
+import { sessionsTokenFromSecret, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
+import { ScriptedControlPlane, sessionWorkItem, workSecretFor } from '@memory-mounter/testing/anthropic';
 
 /** A runnable tool that echoes its input, or fails with `fail` as its message. */
 function echoTool(): BetaRunnableTool {
@@ -18,7 +19,11 @@ function echoTool(): BetaRunnableTool {
   } as BetaRunnableTool;
 }
 
-async function claimAll(plane: ScriptedControlPlane, signal = new AbortController().signal): Promise<string[]> {
+// Typed as this package's ControlPlane: the double lives in @memory-mounter/testing/anthropic,
+// which cannot import this package's types (a dependency cycle), so it is written to the same
+// shape, and passing it here (and its items as `WorkItem` below) is what keeps it so: a drift
+// of either side fails the typecheck.
+async function claimAll(plane: ControlPlane, signal = new AbortController().signal): Promise<string[]> {
   const ids: string[] = [];
   for await (const item of plane.claimWork(signal)) ids.push(item.id);
   return ids;
@@ -130,6 +135,7 @@ describe('ScriptedControlPlane.runSession', () => {
 });
 
 describe('work item fixtures', () => {
+
   it('workSecretFor is read back by sessionsTokenFromSecret', () => {
     expect(sessionsTokenFromSecret(workSecretFor('sk-sess>>>?'))).toBe('sk-sess>>>?');
   });

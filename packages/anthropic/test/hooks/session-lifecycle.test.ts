@@ -37,7 +37,7 @@ describe('runSessionWithMemory', () => {
       mounter,
       async () => {
         await fs.writeFile('/mnt/memory/notes/a.md', new TextEncoder().encode('edited'));
-        client.putAs('memstore_1', '/z.md', 'remote');
+        client.writeMemory('memstore_1', '/z.md', 'remote');
         throw new Error('agent crashed');
       },
       { onFinalize: (r) => (report = r) },

@@ -168,8 +168,8 @@ export class Arena {
     for (const memory of this.client.memories(STORE)) {
       if (this.leakedFrom(memory.content ?? '').length === 0) continue;
       const local = this.agentFile(memory.path);
-      if (local !== null && this.leakedFrom(local).length === 0) this.client.putAs(STORE, memory.path, local);
-      else this.client.removeAs(STORE, memory.path);
+      if (local !== null && this.leakedFrom(local).length === 0) this.client.writeMemory(STORE, memory.path, local);
+      else this.client.deleteMemory(STORE, memory.path);
     }
   }
 

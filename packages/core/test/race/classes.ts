@@ -74,7 +74,7 @@ export function hit(violations: readonly Violation[]): number {
  * starts from the same store and folder, however the last one went. Racers must be paused.
  */
 function tidy(arena: Arena, seeded: Record<string, string>, keep: readonly string[] = []): void {
-  for (const memory of arena.client.memories(STORE)) if (!(memory.path in seeded)) arena.client.removeAs(STORE, memory.path);
+  for (const memory of arena.client.memories(STORE)) if (!(memory.path in seeded)) arena.client.deleteMemory(STORE, memory.path);
   const wanted = new Set([`/${MARKER}`, ...keep, ...Object.keys(seeded)]);
   for (const path of Object.keys(seeded)) for (let p = path; p.lastIndexOf('/') > 0; ) wanted.add((p = p.slice(0, p.lastIndexOf('/'))));
   for (const full of walk(arena.storeDir)) {
@@ -163,7 +163,7 @@ async function moveThroughSubfolder(bin: string, budget: Budget): Promise<Varian
     const held = new Set(arena.client.memories(STORE).map((m) => m.path));
     for (const path of [...held]) {
       const target = to + path.slice(from.length);
-      if (path.startsWith(from) && !held.has(target)) arena.client.renameAs(STORE, path, target);
+      if (path.startsWith(from) && !held.has(target)) arena.client.renameMemory(STORE, path, target);
     }
     const report = await raced(arena, budget, [racer], () => mounter.reconcile({ force: true }));
     moved += report?.stores[0]?.renamed.length ?? 0;
@@ -188,9 +188,9 @@ async function writeUnderSubfolder(bin: string, budget: Budget, mode: 'loop' | '
   const racer = await Racer.start(bin, mode === 'loop' ? ['loop', sub, link] : ['on', 'create', sub, 'd*', sub, link]);
   while (budget.more()) {
     const i = arena.attempt + 1;
-    for (const k of range(6)) arena.client.putAs(STORE, `/sub/n${k}.md`, `n${k} v${i}\n`);
-    for (const k of range(4)) arena.client.putAs(STORE, `/sub/w${i}-${k}.md`, `new ${i} ${k}\n`);
-    for (const k of range(4)) arena.client.putAs(STORE, `/sub/d${i}/x/w${k}.md`, `new deep ${i} ${k}\n`);
+    for (const k of range(6)) arena.client.writeMemory(STORE, `/sub/n${k}.md`, `n${k} v${i}\n`);
+    for (const k of range(4)) arena.client.writeMemory(STORE, `/sub/w${i}-${k}.md`, `new ${i} ${k}\n`);
+    for (const k of range(4)) arena.client.writeMemory(STORE, `/sub/d${i}/x/w${k}.md`, `new deep ${i} ${k}\n`);
     await raced(arena, budget, [racer], () => mounter.reconcile({ force: true }));
     putBack(bin, sub, link, isLink);
     await settle(arena, mounter, () => tidy(arena, seeded, ['/sub-link']));
@@ -215,9 +215,9 @@ async function writeUnderStoreFolder(bin: string, budget: Budget, mode: 'loop' |
     const racer = await Racer.start(bin, args);
     for (let j = 0; j < 4 && budget.more(); j++) {
       const i = arena.attempt + 1;
-      for (const k of range(6)) arena.client.putAs(STORE, `/r${k}.md`, `r${k} v${i}\n`);
-      for (const k of range(4)) arena.client.putAs(STORE, `/w${i}-${k}.md`, `new ${i} ${k}\n`);
-      for (const k of range(4)) arena.client.putAs(STORE, `/d${i}/w${k}.md`, `new deep ${i} ${k}\n`);
+      for (const k of range(6)) arena.client.writeMemory(STORE, `/r${k}.md`, `r${k} v${i}\n`);
+      for (const k of range(4)) arena.client.writeMemory(STORE, `/w${i}-${k}.md`, `new ${i} ${k}\n`);
+      for (const k of range(4)) arena.client.writeMemory(STORE, `/d${i}/w${k}.md`, `new deep ${i} ${k}\n`);
       await raced(arena, budget, [racer], () => mounter.reconcile({ force: true }));
       putBack(bin, arena.storeDir, link, isLink);
       await settle(arena, mounter, () => tidy(arena, seeded), inRoot);
@@ -382,9 +382,9 @@ async function deleteOnRemoteDeletions(bin: string, budget: Budget, mode: 'loop'
   while (budget.more()) {
     const i = arena.attempt + 1;
     // Unraced: the memories arrive on disk. Then another writer deletes them in the store.
-    for (const k of range(8)) arena.client.putAs(STORE, `/sub/d${k}.md`, `d${k} v${i}\n`);
+    for (const k of range(8)) arena.client.writeMemory(STORE, `/sub/d${k}.md`, `d${k} v${i}\n`);
     await mounter.reconcile({ force: true });
-    for (const k of range(8)) arena.client.removeAs(STORE, `/sub/d${k}.md`);
+    for (const k of range(8)) arena.client.deleteMemory(STORE, `/sub/d${k}.md`);
     await raced(arena, budget, [racer], () => mounter.reconcile({ force: true }));
     putBack(bin, sub, link, isLink);
     await settle(arena, mounter, () => tidy(arena, seeded, ['/sub-link']));

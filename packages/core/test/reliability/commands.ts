@@ -159,7 +159,7 @@ export class RemoteWrite extends WorldStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')}\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.writeMemory(id, this.path, `${c.token('remote')}\n`));
   }
   toString() {
     return `remote.write(${this.store}, ${this.path})`;
@@ -175,7 +175,7 @@ export class RemoteWriteHostile extends WorldStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.putAs(id, this.path, `${c.token('remote')} hostile\n`));
+    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.plantMemory(id, this.path, `${c.token('remote')} hostile\n`));
   }
   toString() {
     return `remote.writeHostile(${this.store}, ${JSON.stringify(this.path)})`;
@@ -195,7 +195,7 @@ export class RemoteCopyLocal extends WorldStep {
       if (folders.some((_, i) => c.disk.kindOf(`${root}/${folders.slice(0, i + 1).join('/')}`) !== 'directory')) return;
       const bytes = c.disk.readFile(`${root}${this.path}`);
       const text = bytes && new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.putAs(id, this.path, text);
+      if (text && bytes.length < 100_000 && !text.includes('\uFFFD')) c.fake.writeMemory(id, this.path, text);
     });
   }
   toString() {
@@ -209,7 +209,8 @@ export class RemoteRename extends WorldStep {
   }
   run(_m: Oracle, c: Case) {
     return c.remoteStep(this.toString(), this.store, (id) => {
-      if (c.fake.snapshot(id)[this.to] === undefined) c.fake.renameAs(id, this.from, this.to);
+      const paths = c.fake.snapshot(id);
+      if (paths[this.from] !== undefined && paths[this.to] === undefined) c.fake.renameMemory(id, this.from, this.to);
     });
   }
   toString() {
@@ -229,7 +230,7 @@ export class RemoteRenameDir extends WorldStep {
       for (const path of Object.keys(taken)) {
         if (!path.startsWith(`${this.from}/`)) continue;
         const target = `${this.to}${path.slice(this.from.length)}`;
-        if (taken[target] === undefined) c.fake.renameAs(id, path, target);
+        if (taken[target] === undefined) c.fake.renameMemory(id, path, target);
       }
     });
   }
@@ -243,7 +244,9 @@ export class RemoteDelete extends WorldStep {
     super();
   }
   run(_m: Oracle, c: Case) {
-    return c.remoteStep(this.toString(), this.store, (id) => void c.fake.removeAs(id, this.path));
+    return c.remoteStep(this.toString(), this.store, (id) => {
+      if (c.fake.snapshot(id)[this.path] !== undefined) c.fake.deleteMemory(id, this.path);
+    });
   }
   toString() {
     return `remote.delete(${this.store}, ${this.path})`;

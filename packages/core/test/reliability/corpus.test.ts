@@ -61,7 +61,8 @@ const HOSTILE_REMOTE_PATHS: [label: string, path: string, reason: RegExp][] = [
 
 describe('hostile remote paths: skipped with a warning, never written, never deleted', () => {
   it.each(HOSTILE_REMOTE_PATHS)('%s', async (_label, path, reason) => {
-    h.client.seed(STORE, { '/ok.md': 'fine', [path]: `HOSTILE ${SECRET}` });
+    h.client.seed(STORE, { '/ok.md': 'fine' });
+    h.client.plantMemory(STORE, path, `HOSTILE ${SECRET}`);
     const m = h.mounter();
     await m.materialize([notesResource()]);
 
@@ -75,7 +76,7 @@ describe('hostile remote paths: skipped with a warning, never written, never del
     // first pass meets it in the change feed and warns then.)
     h.clock.now += 3_600_000;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(report.skippedPaths).toContainEqual({ path, reason: expect.stringMatching(reason) });
+    expect(report.skippedPaths).toContainEqual({ path, code: 'remote_bad_path', reason: expect.stringMatching(reason) });
     expect(h.warningsFor(path).map((w) => w.msg)).toEqual([expect.stringMatching(reason)]);
     expect([...h.mountTree().keys()]).toEqual([marker, '/ok.md']);
 
@@ -85,7 +86,7 @@ describe('hostile remote paths: skipped with a warning, never written, never del
     expect(h.client.count('delete') + h.client.count('update') + h.client.count('create')).toBe(0);
     expect(h.disk.names(h.memoryRoot)).toEqual([]);
     // The hostile memory itself carries the secret on purpose; nothing else may.
-    h.client.removeAs(STORE, path);
+    h.client.deleteMemory(STORE, path);
     h.expectNothingOutsideTouched();
   });
 });
@@ -102,7 +103,7 @@ describe('hostile remote paths met by a re-download', () => {
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.status).toBe('redownloaded');
     expect([...h.mountTree().keys()]).toEqual([marker, '/a.md', '/b.md']);
-    expect(report.skippedPaths).toContainEqual({ path: '/..\\escape.md', reason: expect.stringMatching(/backslash/) });
+    expect(report.skippedPaths).toContainEqual({ path: '/..\\escape.md', code: 'remote_bad_path', reason: expect.stringMatching(/backslash/) });
   });
 });
 
@@ -167,12 +168,12 @@ describe('local symlinks to the host', () => {
     await m.materialize([notesResource()]);
     h.disk.symlink(`${h.outside}/secret.txt`, `${h.dir}/leak.md`);
     const first = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(first.skippedPaths).toContainEqual({ path: '/leak.md', reason: 'is a symlink' });
+    expect(first.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.warningsFor('/leak.md')).toHaveLength(1);
 
-    h.client.putAs(STORE, '/leak.md', 'written through the link?');
+    h.client.writeMemory(STORE, '/leak.md', 'written through the link?');
     const second = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(second.skippedPaths).toContainEqual({ path: '/leak.md', reason: 'is a symlink' });
+    expect(second.skippedPaths).toContainEqual({ path: '/leak.md', code: 'is_symlink', reason: 'is a symlink' });
     expect(h.disk.kindOf(`${h.dir}/leak.md`)).toBe('symlink');
     await m.finalize();
     expect(h.client.snapshot(STORE)['/leak.md']).toBe('written through the link?');
@@ -184,10 +185,10 @@ describe('local symlinks to the host', () => {
     const m = h.mounter();
     await m.materialize([notesResource()]);
     h.disk.symlink(`${h.outside}/dir`, `${h.dir}/linked`);
-    h.client.putAs(STORE, '/linked/secret.txt', 'overwrite the host file?');
-    h.client.putAs(STORE, '/linked/new.md', 'plant a host file?');
+    h.client.writeMemory(STORE, '/linked/secret.txt', 'overwrite the host file?');
+    h.client.writeMemory(STORE, '/linked/new.md', 'plant a host file?');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(report.skippedPaths).toContainEqual({ path: '/linked', reason: 'is a symlink' });
+    expect(report.skippedPaths).toContainEqual({ path: '/linked', code: 'is_symlink', reason: 'is a symlink' });
     expect(report.skippedPaths.map((s) => s.path)).toEqual(expect.arrayContaining(['/linked/secret.txt', '/linked/new.md']));
     await m.finalize();
     h.expectNothingOutsideTouched();
@@ -201,7 +202,7 @@ describe('local symlinks to the host', () => {
     h.disk.symlink(`${h.outside}/secret.txt`, `${h.dir}/a.md`);
     h.clock.now += 3_600_000;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(report.skippedPaths).toContainEqual({ path: '/a.md', reason: 'is a symlink' });
+    expect(report.skippedPaths).toContainEqual({ path: '/a.md', code: 'is_symlink', reason: 'is a symlink' });
     await m.finalize({ outcome: 'completed' });
     expect(h.client.count('delete')).toBe(0);
     expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'beta' });
@@ -214,9 +215,9 @@ describe('special files in a mount', () => {
     const m = h.mounter();
     await m.materialize([notesResource()]);
     execFileSync('mkfifo', [`${h.dir}/pipe.md`]);
-    h.client.putAs(STORE, '/pipe.md', 'would block a writer for ever');
+    h.client.writeMemory(STORE, '/pipe.md', 'would block a writer for ever');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(report.skippedPaths).toContainEqual({ path: '/pipe.md', reason: 'is not a regular file' });
+    expect(report.skippedPaths).toContainEqual({ path: '/pipe.md', code: 'not_regular', reason: 'is not a regular file' });
     expect(h.warningsFor('/pipe.md')).toHaveLength(1);
     expect(h.disk.kindOf(`${h.dir}/pipe.md`)).toBe('other');
     await m.finalize();
@@ -230,7 +231,7 @@ describe('special files in a mount', () => {
     const server = await listen(`${h.dir}/socket.md`);
     try {
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
-      expect(report.skippedPaths).toContainEqual({ path: '/socket.md', reason: 'is not a regular file' });
+      expect(report.skippedPaths).toContainEqual({ path: '/socket.md', code: 'not_regular', reason: 'is not a regular file' });
       expect(h.warningsFor('/socket.md')).toHaveLength(1);
       expect(h.client.count('create')).toBe(0);
     } finally {
@@ -248,7 +249,7 @@ describe('content the store cannot take', () => {
     h.disk.writeFile(`${h.dir}/image.md`, new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00]));
     const first = (await m.reconcile({ force: true }))!.stores[0]!;
     const second = (await m.reconcile({ force: true }))!.stores[0]!;
-    for (const report of [first, second]) expect(report.refused).toContainEqual({ path: '/image.md', reason: 'is not UTF-8 text' });
+    for (const report of [first, second]) expect(report.refused).toContainEqual({ path: '/image.md', code: 'not_utf8', reason: 'is not UTF-8 text' });
     expect(h.warningsFor('/image.md')).toHaveLength(1);
     expect(h.client.count('create')).toBe(0);
     await m.finalize();
@@ -261,7 +262,7 @@ describe('content the store cannot take', () => {
     h.disk.writeFile(`${h.dir}/big.md`, 'x'.repeat(MAX_MEMORY_BYTES + 1));
     h.disk.writeFile(`${h.dir}/limit.md`, 'y'.repeat(MAX_MEMORY_BYTES));
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(report.refused).toContainEqual({ path: '/big.md', reason: `is larger than ${MAX_MEMORY_BYTES} bytes` });
+    expect(report.refused).toContainEqual({ path: '/big.md', code: 'too_large', reason: `is larger than ${MAX_MEMORY_BYTES} bytes` });
     expect(report.pushed).toEqual(['/limit.md']);
     expect(h.warningsFor('/big.md')).toHaveLength(1);
     expect(Object.keys(h.client.snapshot(STORE))).toEqual(['/limit.md']);
@@ -287,8 +288,8 @@ describe('a mount path that is a symlink', () => {
     await m.materialize([notesResource()]);
     h.disk.rename(h.dir, `${h.memoryRoot}/moved-away`);
     h.disk.symlink(`${h.outside}/dir`, h.dir);
-    h.client.putAs(STORE, '/secret.txt', 'overwrite the host file?');
-    h.client.putAs(STORE, '/new.md', 'plant a host file?');
+    h.client.writeMemory(STORE, '/secret.txt', 'overwrite the host file?');
+    h.client.writeMemory(STORE, '/new.md', 'plant a host file?');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report).toMatchObject({ status: 'skipped', reason: expect.stringMatching(/not trusted.*no longer a directory/) });
     const final = await m.finalize({ outcome: 'completed' });

@@ -114,7 +114,7 @@ export class FaultLedger {
     this.#queuedBefore.clear();
     for (const [op, count] of this.#queuedAfter) {
       for (let i = 0; i < count; i++) {
-        const memory = scratch.putAs(SCRATCH_STORE, this.scratchPath(), 'a');
+        const memory = scratch.writeMemory(SCRATCH_STORE, this.scratchPath(), 'a');
         if (op === 'create') await ignoreFailure(() => scratch.create(SCRATCH_STORE, { path: this.scratchPath(), content: 'b' }));
         if (op === 'update') await ignoreFailure(() => scratch.update(SCRATCH_STORE, memory.id, { content: 'b' }));
         if (op === 'delete') await ignoreFailure(() => scratch.delete(SCRATCH_STORE, memory.id));

@@ -76,7 +76,7 @@ describe('the oracle catches a planted defect', () => {
         sync: empty,
         flush: empty,
         timedOut: { sync: false, flush: false },
-        unpushed: [{ memoryStoreId: 'memstore_rw', path: '/a.md', reason: 'push failed (unavailable)' }],
+        unpushed: [{ memoryStoreId: 'memstore_rw', path: '/a.md', code: 'push_failed', reason: 'push failed (unavailable)' }],
         removed: [],
         leftInPlace: [],
       };

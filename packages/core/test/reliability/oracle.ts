@@ -2,7 +2,6 @@ import { posix } from 'node:path';
 import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
 import type { Access, DeletionMode, FinalizeReport, RecoveredStoreReport, RecoveryReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { EntryKind, Tree } from './host-disk.js';
-import { knownBugHits, type KnownBug } from './known-bugs.js';
 import type { OutgoingRequest } from './observed-store-client.js';
 import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles, sameTree, sha256 } from './tree.js';
 
@@ -68,8 +67,6 @@ export interface OracleSettings {
   syncIntervalMs: number;
   /** Text only the canary files outside the mounts hold. */
   canaryText: string;
-  /** Known engine bugs to count instead of reporting (random runs only; see known-bugs.ts). */
-  tolerate: ReadonlySet<KnownBug>;
 }
 
 /** What the oracle may look at in the world. */
@@ -173,12 +170,6 @@ export class Oracle {
 
   violate(message: string): void {
     this.violations.push(message);
-  }
-
-  private tolerated(bug: KnownBug): boolean {
-    if (!this.settings.tolerate.has(bug)) return false;
-    knownBugHits[bug] = (knownBugHits[bug] ?? 0) + 1;
-    return true;
   }
 
   // --- Materialize -----------------------------------------------------------------------------
@@ -540,14 +531,14 @@ export class Oracle {
     if (entry.left?.code === 'unpushed' && !timedOut) {
       const all = (re: RegExp) => entry.unpushed.length > 0 && entry.unpushed.every((u) => re.test(u.reason));
       if (all(/^refused/)) {
-        if (!this.tolerated('B6')) this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
+        this.violate(`${where}, for content the store will never take: ${JSON.stringify(entry.unpushed)} (B6)`);
       } else if (all(/folder wiped/)) {
-        if (!this.tolerated('B7')) this.violate(`${where}: it took the folder for a wiped one and pushed none of its new files: ${JSON.stringify(entry.unpushed)} (B7)`);
+        this.violate(`${where}: it took the folder for a wiped one and pushed none of its new files: ${JSON.stringify(entry.unpushed)} (B7)`);
       } else {
         this.violate(`${where}: ${entry.left.reason} ${JSON.stringify(entry.unpushed)}`);
       }
     }
-    if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0 && !this.tolerated('B5')) {
+    if (entry.left?.code === 'marker_mismatch' && this.#atRecover.get(store.spec.key)?.size === 0) {
       this.violate(`${where}: an empty folder, left for its missing marker (B5)`);
     }
     if (entry.left?.code !== 'marker_mismatch') {

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import {
   AgentDelete,
+  AgentLinkOutside,
   AgentRemoveDir,
   AgentEdit,
-  AgentLinkOutside,
   Crash,
   CrashDuringPass,
   AgentRenameDir,
@@ -33,9 +33,9 @@ import type { Scenario } from './world.js';
 
 /**
  * Counterexamples the random runs found, shrunk, kept as explicit scripts: they replay the same
- * way whatever the generators become. The oracle is strict here (no known bug tolerated), so an
- * engine bug is an `it.fails` that turns red once the engine is fixed: then make it a plain `it`
- * and drop the bug from known-bugs.ts.
+ * way whatever the generators become. The oracle tolerates nothing, so an engine bug not fixed
+ * yet is an `it.fails` (with `failsWith`) that turns red once the engine is fixed: then make it a
+ * plain `it`.
  */
 const base: Scenario = {
   disk: 'node',
@@ -416,9 +416,8 @@ const REPLAYS: { seed: number; path: string; bug?: RegExp; note: string }[] = [
 
 describe('regressions: replays of fuzz counterexamples', () => {
   for (const { seed, path, bug, note } of REPLAYS) {
-    const replayOnce = (strict: boolean) => () => fc.assert(randomCases(FUZZ_DISKS, { strict }), { seed, path, numRuns: 1, endOnFailure: true });
-    it(`seed ${seed} path ${path} holds with the known bugs tolerated (${note})`, replayOnce(false));
-    if (bug) it.fails(`seed ${seed} path ${path} still shows its bug when strict (${note})`, failsWith(bug, replayOnce(true)));
-    else it(`seed ${seed} path ${path} holds when strict (${note})`, replayOnce(true));
+    const replay = () => fc.assert(randomCases(FUZZ_DISKS), { seed, path, numRuns: 1, endOnFailure: true });
+    if (bug) it.fails(`seed ${seed} path ${path} still shows its bug (${note})`, failsWith(bug, replay));
+    else it(`seed ${seed} path ${path} holds (${note})`, replay);
   }
 });

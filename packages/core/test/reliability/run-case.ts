@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { scenarioArbitrary, stepArbitrary, type Step } from './commands.js';
-import { KNOWN_BUGS, type KnownBug } from './known-bugs.js';
 import { Case, type Sabotage, type Scenario } from './world.js';
 
 /** Steps per random case: short sequences, many of them, suit a 2-core machine best. */
@@ -23,14 +22,10 @@ export async function runCase(scenario: Scenario, steps: Iterable<Step>, sabotag
 /** The disks of `pnpm test:fuzz`: one case in five on the real disk, the rest on memfs. */
 export const FUZZ_DISKS = fc.constantFrom<Scenario['disk']>('node', 'memfs', 'memfs', 'memfs', 'memfs');
 
-/**
- * The property of the random runs. By default known engine bugs (known-bugs.ts) are counted,
- * everything else fails; `strict` fails on those too (regression replays).
- */
-export function randomCases(disk: fc.Arbitrary<Scenario['disk']>, opts: { strict?: boolean } = {}) {
-  const tolerate = opts.strict ? [] : (Object.keys(KNOWN_BUGS) as KnownBug[]);
+/** The property of the random runs: every violation fails. */
+export function randomCases(disk: fc.Arbitrary<Scenario['disk']>) {
   return fc.asyncProperty(
-    scenarioArbitrary(disk).map((s) => ({ ...s, tolerate })),
+    scenarioArbitrary(disk),
     fc.commands([stepArbitrary], { maxCommands: MAX_STEPS, size: 'medium' }),
     (scenario, steps) => runCase(scenario, steps),
   );

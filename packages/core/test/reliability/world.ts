@@ -7,7 +7,6 @@ import { ConfinedFileSystem } from './confined-file-system.js';
 import { FaultLedger, type Interception } from './fault-ledger.js';
 import { KillSwitch } from './kill-switch.js';
 import { coverage } from './coverage.js';
-import type { KnownBug } from './known-bugs.js';
 import { memfsHostDisk, nodeHostDisk, sha256, type DiskKind, type HostDisk, type Tree } from './host-disk.js';
 import { ObservedStoreClient, type OutgoingRequest, type RequestObserver } from './observed-store-client.js';
 import { Oracle, type StoreKey, type StoreSpec } from './oracle.js';
@@ -47,8 +46,6 @@ export interface Scenario {
   seedRw: readonly string[];
   seedRo: readonly string[];
   bulk: boolean;
-  /** Known engine bugs the oracle counts instead of failing on (random runs; see known-bugs.ts). */
-  tolerate?: readonly KnownBug[];
 }
 
 /**
@@ -165,7 +162,6 @@ export class Case implements RequestObserver {
         graceMs: scenario.graceSeconds * 1000,
         syncIntervalMs: scenario.syncIntervalSeconds * 1000,
         canaryText: CANARY_TEXT,
-        tolerate: new Set(scenario.tolerate ?? []),
       },
     );
   }
@@ -176,8 +172,8 @@ export class Case implements RequestObserver {
     const c = new Case(scenario, disk);
     coverage.cases++;
     const seedRw = [...scenario.seedRw, ...(scenario.bulk ? BULK_PATHS : [])];
-    for (const path of seedRw) c.fake.putAs('memstore_rw', path, `seed ${path}\n`);
-    for (const path of scenario.seedRo) c.fake.putAs('memstore_ro', path, `seed ro ${path}\n`);
+    for (const path of seedRw) c.fake.writeMemory('memstore_rw', path, `seed ${path}\n`);
+    for (const path of scenario.seedRo) c.fake.writeMemory('memstore_ro', path, `seed ro ${path}\n`);
     c.#sabotage = sabotage;
     await c.step('materialize', () => c.startWorker());
     return c;

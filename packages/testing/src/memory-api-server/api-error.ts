@@ -1,3 +1,4 @@
+import type { ServiceRefusal } from '../model/refusal.js';
 import type { ErrorBodyWire } from './wire.js';
 
 /**
@@ -24,20 +25,23 @@ export function notFound(message: string): ApiError {
   return new ApiError(404, 'not_found_error', message);
 }
 
-/** A create or rename onto a path that is taken, or that is an ancestor or descendant of one. */
-export function pathConflict(requestedPath: string, conflictingPath: string, conflictingMemoryId: string): ApiError {
-  const message =
-    conflictingPath === requestedPath
-      ? `a memory already exists at ${requestedPath}`
-      : `${requestedPath} overlaps the memory at ${conflictingPath}`;
-  return new ApiError(409, 'memory_path_conflict_error', message, {
-    conflicting_path: conflictingPath,
-    conflicting_memory_id: conflictingMemoryId,
-  });
-}
-
-export function preconditionFailed(message: string): ApiError {
-  return new ApiError(409, 'memory_precondition_failed_error', message);
+/**
+ * The HTTP error the service answers a refusal of the model with: its status, `error.type`, and
+ * for a path conflict the memory in the way.
+ */
+export function apiErrorFor(refusal: ServiceRefusal): ApiError {
+  switch (refusal.code) {
+    case 'invalid_request':
+      return invalidRequest(refusal.message);
+    case 'not_found':
+      return notFound(refusal.message);
+    case 'precondition_failed':
+      return new ApiError(409, 'memory_precondition_failed_error', refusal.message);
+    case 'path_conflict':
+      return new ApiError(409, 'memory_path_conflict_error', refusal.message, {
+        ...(refusal.conflict && { conflicting_path: refusal.conflict.path, conflicting_memory_id: refusal.conflict.memoryId }),
+      });
+  }
 }
 
 /** The `error.type` the API uses for a bare status (an injected fault, a refused header). */

@@ -1,14 +1,7 @@
 import { LIST_PAGE_SIZE, LIST_PAGE_SIZE_WITH_CONTENT } from '@memory-mounter/core';
-import {
-  parseInstant,
-  parseOperation,
-  VersionQueryError,
-  type VersionFilter,
-  type VersionRecord,
-} from '../memory-versions.js';
-import { invalidRequest, notFound } from './api-error.js';
-import { listEntries, pageAfter } from './listing.js';
-import { API_ACTOR, type MemoryRecord, type MemoryStore } from './memory-store.js';
+import { API_ACTOR, type MemoryRecord, type MemoryStore, type VersionQuery } from '../model/memory-store.js';
+import type { VersionRecord } from '../model/memory-versions.js';
+import { invalidRequest } from './api-error.js';
 import type { RouteName } from './routes.js';
 import type {
   DeletedMemoryWire,
@@ -19,7 +12,11 @@ import type {
   MemoryWire,
 } from './wire.js';
 
-/** What a handler gets: the store (created on first use), the query, the parsed JSON body of a POST. */
+/**
+ * What a handler gets: the store (created on first use), the query, the parsed JSON body of a
+ * POST. A handler only maps the wire to the model and back: the rules live in `MemoryStore`,
+ * whose refusals the server turns into HTTP errors (`apiErrorFor`).
+ */
 export interface RouteRequest {
   store: MemoryStore;
   /** Always set for retrieve, update and delete (the route matched a memory id). */
@@ -47,17 +44,14 @@ export const ROUTES_WITH_BODY: readonly RouteName[] = ['create', 'update'];
 
 // The service's page size when `limit` is omitted; `view=full` caps any limit at 20.
 const DEFAULT_LIST_LIMIT = 20;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function listMemories({ store, query }: RouteRequest): MemoryListPageWire {
   const view = viewParam(query, 'basic');
   const limit = pageLimit(query, view);
   const depth = intParam(query, 'depth', 0, Number.MAX_SAFE_INTEGER) ?? 0;
-  const pathPrefix = query.get('path_prefix') ?? undefined;
-  if (pathPrefix !== undefined && !(pathPrefix.startsWith('/') && pathPrefix.endsWith('/'))) {
-    throw invalidRequest('path_prefix must start and end with /');
-  }
-  const page = pageAfter(listEntries(store.all(), { pathPrefix, depth }), query.get('page') ?? undefined, limit);
+  const pathPrefix = query.get('path_prefix');
+  const cursor = query.get('page');
+  const page = store.list({ ...(pathPrefix !== null && { pathPrefix }), depth, limit, ...(cursor !== null && { page: cursor }) });
   return {
     data: page.entries.map((entry) =>
       entry.kind === 'memory' ? toWire(store, entry.memory, view) : { type: 'memory_prefix', path: entry.path },
@@ -94,7 +88,6 @@ function updateMemory({ store, memoryId, query, body }: RouteRequest): MemoryWir
 
 function deleteMemory({ store, memoryId, query }: RouteRequest): DeletedMemoryWire {
   const expected = query.get('expected_content_sha256') ?? undefined;
-  if (expected !== undefined) checkSha('expected_content_sha256', expected);
   const deleted = store.delete(memoryId!, expected, API_ACTOR);
   return { type: 'memory_deleted', id: deleted.id };
 }
@@ -109,43 +102,25 @@ function listVersions({ store, query }: RouteRequest): MemoryVersionListPageWire
   for (const name of UNEMULATED_VERSION_FILTERS) {
     if (query.has(name)) throw invalidRequest(`the emulator does not filter versions by ${name}`);
   }
-  const page = versionQuery(() => {
-    const filter: VersionFilter = {};
-    const gte = query.get('created_at[gte]');
-    const lte = query.get('created_at[lte]');
-    const memoryId = query.get('memory_id');
-    const operation = query.get('operation');
-    if (gte !== null) filter.createdAtGte = parseInstant('created_at[gte]', gte);
-    if (lte !== null) filter.createdAtLte = parseInstant('created_at[lte]', lte);
-    if (memoryId !== null) filter.memoryId = memoryId;
-    if (operation !== null) filter.operation = parseOperation('operation', operation);
-    return store.versions.page(filter, query.get('page') ?? undefined, limit);
-  });
+  const versionQuery: VersionQuery = {};
+  const gte = query.get('created_at[gte]');
+  const lte = query.get('created_at[lte]');
+  const memoryId = query.get('memory_id');
+  const operation = query.get('operation');
+  if (gte !== null) versionQuery.createdAtGte = gte;
+  if (lte !== null) versionQuery.createdAtLte = lte;
+  if (memoryId !== null) versionQuery.memoryId = memoryId;
+  if (operation !== null) versionQuery.operation = operation;
+  const page = store.listVersions(versionQuery, query.get('page') ?? undefined, limit);
   return { data: page.versions.map((version) => toVersionWire(store, version, view)), next_page: page.nextPage };
 }
 
 function retrieveVersion({ store, versionId, query }: RouteRequest): MemoryVersionWire {
-  const view = viewParam(query, 'full');
-  return toVersionWire(store, existingVersion(store, versionId!, store.versions.get(versionId!)), view);
+  return toVersionWire(store, store.version(versionId!), viewParam(query, 'full'));
 }
 
 function redactVersion({ store, versionId }: RouteRequest): MemoryVersionWire {
-  return toVersionWire(store, existingVersion(store, versionId!, store.versions.redact(versionId!, API_ACTOR)), 'basic');
-}
-
-function existingVersion(store: MemoryStore, versionId: string, version: VersionRecord | undefined): VersionRecord {
-  if (!version) throw notFound(`memory version ${versionId} not found in memory store ${store.storeId}`);
-  return version;
-}
-
-/** Runs a version query; a malformed one is the service's 400. */
-function versionQuery<T>(run: () => T): T {
-  try {
-    return run();
-  } catch (err) {
-    if (err instanceof VersionQueryError) throw invalidRequest(err.message);
-    throw err;
-  }
+  return toVersionWire(store, store.redactVersion(versionId!, API_ACTOR), 'basic');
 }
 
 /** A VersionRecord holds the wire fields already; the store id and the view are added here. */
@@ -217,10 +192,5 @@ function preconditionSha(precondition: unknown): string | undefined {
   if (type !== 'content_sha256' || typeof sha !== 'string') {
     throw invalidRequest('precondition must be { type: "content_sha256", content_sha256 }');
   }
-  checkSha('precondition.content_sha256', sha);
   return sha;
-}
-
-function checkSha(name: string, value: string): void {
-  if (!SHA256_HEX.test(value)) throw invalidRequest(`${name} must be 64 lowercase hexadecimal characters`);
 }

@@ -5,7 +5,7 @@ import { ApiError, invalidRequest } from './api-error.js';
  * Request bodies beyond this are refused with 413 before parsing. Far above the 100 kB content
  * limit even after JSON escaping, so a too-large memory is refused by the content rule (400).
  */
-export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
 
 /**
  * The whole body as text. It is always read to the end, even when too large, so the keep-alive

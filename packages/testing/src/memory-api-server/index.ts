@@ -38,7 +38,6 @@ export type {
   SessionEventsPageWire,
   SentSessionEventsWire,
 } from './control-plane-wire.js';
-export type { MemoryStore, MemoryRecord } from './memory-store.js';
 export type {
   MemoryWire,
   MemoryPrefixWire,

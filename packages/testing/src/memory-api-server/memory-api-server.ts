@@ -1,18 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
+import { ApiError, apiErrorFor, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
 import { ControlPlaneEmulator, type ControlPlaneOptions } from './control-plane.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
-import type { VersionRecord } from '../memory-versions.js';
-import { MemoryStore, OTHER_WRITER, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
+import { MemoryService, randomId, type MemoryServiceOptions } from '../model/memory-service.js';
+import { ServiceRefusal } from '../model/refusal.js';
 import { matchRoute, ROUTE_NAMES, type MatchedRoute, type RouteName } from './routes.js';
 import { matchSessionRoute, sessionWire, type SessionSeed } from './sessions.js';
 
-export interface MemoryApiServerOptions {
+export interface MemoryApiServerOptions extends MemoryServiceOptions {
   /** Delay before every answer, in ms. Default 0. Changeable later through `latencyMs`. */
   latencyMs?: number;
   /**
@@ -27,13 +26,6 @@ export interface MemoryApiServerOptions {
    * endpoint takes any credential, as the service's does.
    */
   apiKey?: string;
-  /**
-   * Clock for `created_at`/`updated_at` and version `created_at`, in ms. Default `Date.now`.
-   * A `ManualClock`'s `now` lets a test stop it (versions that tie) or move it back.
-   */
-  now?: () => number;
-  /** Initial `versionRetentionMs`. */
-  versionRetentionMs?: number;
   /** Credentials and lease TTL of the control-plane endpoints (`controlPlane`). */
   controlPlane?: ControlPlaneOptions;
 }
@@ -60,8 +52,11 @@ const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
  *   const server = new MemoryApiServer();
  *   const client = new Anthropic({ apiKey: 'test', baseURL: await server.start() });
  *
- * Stores are created on first use. Helpers (`seed`, `snapshot`, `writeMemory`, ...) act on
- * the stores directly, as another writer would: no HTTP, no latency, faults or counters.
+ * The stores and their rules are the service model (`MemoryService`, one `MemoryStore` per
+ * store) that `InMemoryStoreClient` answers from too; this class only maps HTTP to the model
+ * and back. Stores are created on first use. The model's helpers (`seed`, `snapshot`,
+ * `writeMemory`, `renameMemory`, `deleteMemory`, `plantMemory`, ...) act on the stores directly,
+ * as another writer would: no HTTP, no latency, faults or counters.
  *
  * Every change, through HTTP or a helper, records a memory version, served by
  * `GET .../memory_versions` (newest first, filters `created_at[gte]`/`created_at[lte]`
@@ -70,16 +65,11 @@ const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
  * come from the `now` clock (ms precision); `versionRetentionMs` and `redactVersion` are the
  * tests' knobs.
  */
-export class MemoryApiServer {
+export class MemoryApiServer extends MemoryService {
   /** `http://127.0.0.1:<port>` once started; `''` before. */
   baseURL = '';
   latencyMs: number;
   retryAfterSeconds: number;
-  /**
-   * How long a memory version is kept, in ms of the server clock: an older one is gone from
-   * the listing and from retrieve (404), for good. `undefined` (the default) keeps every one.
-   */
-  versionRetentionMs: number | undefined;
   /** Every request that matched a route, oldest first. */
   readonly requests: RecordedRequest[] = [];
   /**
@@ -90,12 +80,10 @@ export class MemoryApiServer {
   readonly controlPlane: ControlPlaneEmulator;
 
   readonly #options: MemoryApiServerOptions;
-  readonly #stores = new Map<string, MemoryStore>();
   readonly #sessions = new Map<string, SessionSeed>();
   /** `GET /v1/sessions/{id}` requests received. */
   sessionRequests = 0;
   readonly #faults = new FaultPlan();
-  readonly #env: StoreEnvironment;
   #server: Server | undefined;
   #closing = false;
   /** Connections of requests held by a `'hang'` fault: closed by `close()`. */
@@ -104,18 +92,11 @@ export class MemoryApiServer {
   readonly #sockets = new Set<Socket>();
 
   constructor(options: MemoryApiServerOptions = {}) {
+    super(options);
     this.#options = options;
     this.latencyMs = options.latencyMs ?? 0;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
-    this.versionRetentionMs = options.versionRetentionMs;
-    const now = options.now ?? Date.now;
-    this.#env = {
-      newId: randomId,
-      now: () => new Date(now()).toISOString(),
-      nowMs: now,
-      retentionMs: () => this.versionRetentionMs,
-    };
-    this.controlPlane = new ControlPlaneEmulator(options.controlPlane ?? {}, { newId: randomId, now: this.#env.now });
+    this.controlPlane = new ControlPlaneEmulator(options.controlPlane ?? {}, { newId: randomId, now: this.env.now });
   }
 
   /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
@@ -195,72 +176,9 @@ export class MemoryApiServer {
     this.requests.length = 0;
   }
 
-  /** The store with this id, created empty if it does not exist yet. */
-  store(storeId: string): MemoryStore {
-    let store = this.#stores.get(storeId);
-    if (!store) {
-      store = new MemoryStore(storeId, this.#env);
-      this.#stores.set(storeId, store);
-    }
-    return store;
-  }
-
   /** Makes `GET /v1/sessions/{id}` answer with these resources (and status, default `running`). */
   seedSession(sessionId: string, seed: SessionSeed): void {
     this.#sessions.set(sessionId, seed);
-  }
-
-  /** Creates one memory per entry (service rules apply: bad paths and conflicts throw). */
-  seed(storeId: string, files: Record<string, string>): MemoryRecord[] {
-    const store = this.store(storeId);
-    return Object.entries(files).map(([path, content]) => store.create(path, content));
-  }
-
-  /** `{ path: content }` of every memory in the store, sorted by path. */
-  snapshot(storeId: string): Record<string, string> {
-    const memories = this.store(storeId).all();
-    memories.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return Object.fromEntries(memories.map((memory) => [memory.path, memory.content]));
-  }
-
-  /** Another writer sets `path` to `content`: an update when a memory is there, else a create. */
-  writeMemory(storeId: string, path: string, content: string): MemoryRecord {
-    const store = this.store(storeId);
-    const existing = store.atPath(path);
-    return existing ? store.update(existing.id, { content }) : store.create(path, content);
-  }
-
-  /** Another writer renames the memory at `from` to `to`; the id stays. */
-  renameMemory(storeId: string, from: string, to: string): MemoryRecord {
-    const store = this.store(storeId);
-    return store.update(this.#idAt(store, from), { path: to });
-  }
-
-  /** Another writer deletes the memory at `path`. */
-  deleteMemory(storeId: string, path: string): void {
-    const store = this.store(storeId);
-    store.delete(this.#idAt(store, path));
-  }
-
-  /** Every retained version of the store, newest first (content kept, whatever the view). */
-  versions(storeId: string): VersionRecord[] {
-    return this.store(storeId).versions.all();
-  }
-
-  /**
-   * Redacts a version as a user would in the Console: its path, content, size and sha become
-   * `null` and `redacted_at` is set. Throws when the store has no such version (any more).
-   */
-  redactVersion(storeId: string, versionId: string): VersionRecord {
-    const redacted = this.store(storeId).versions.redact(versionId, OTHER_WRITER);
-    if (!redacted) throw new Error(`no memory version ${versionId} in store ${storeId}`);
-    return redacted;
-  }
-
-  #idAt(store: MemoryStore, path: string): string {
-    const memory = store.atPath(path);
-    if (!memory) throw new Error(`no memory at ${path} in store ${store.storeId}`);
-    return memory.id;
   }
 
   async #handle(server: Server, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -316,7 +234,11 @@ export class MemoryApiServer {
       sendJson(res, 200, result);
     } catch (err) {
       const error =
-        err instanceof ApiError ? err : new ApiError(500, 'api_error', `internal error: ${(err as Error).message}`);
+        err instanceof ApiError
+          ? err
+          : err instanceof ServiceRefusal
+            ? apiErrorFor(err)
+            : new ApiError(500, 'api_error', `internal error: ${(err as Error).message}`);
       sendJson(res, error.status, errorBody(error, requestId), retryHeaders(error, this.retryAfterSeconds));
     }
   }
@@ -344,7 +266,7 @@ export class MemoryApiServer {
     }
     const seed = this.#sessions.get(sessionId);
     if (!seed) throw new ApiError(404, 'not_found_error', `session ${sessionId} not found`);
-    return sessionWire(sessionId, seed, this.#env.now());
+    return sessionWire(sessionId, seed, this.env.now());
   }
 
   /** The headers the service insists on: a credential and a memory beta. */
@@ -366,10 +288,6 @@ export class MemoryApiServer {
       throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
     }
   }
-}
-
-function randomId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

@@ -20,7 +20,7 @@ import { decodePageCursor, encodePageCursor } from './page-cursor.js';
 
 export type VersionOperation = 'created' | 'modified' | 'deleted';
 
-export const VERSION_OPERATIONS: readonly VersionOperation[] = ['created', 'modified', 'deleted'];
+const VERSION_OPERATIONS: readonly VersionOperation[] = ['created', 'modified', 'deleted'];
 
 /** Who wrote or redacted a version, in the service's `created_by` / `redacted_by` shape. */
 export type VersionActor =

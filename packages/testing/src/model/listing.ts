@@ -1,11 +1,8 @@
-import { decodePageCursor, encodePageCursor } from '../page-cursor.js';
-import { invalidRequest } from './api-error.js';
+import { decodePageCursor, encodePageCursor } from './page-cursor.js';
+import { invalidRequest } from './refusal.js';
 import type { MemoryRecord } from './memory-store.js';
 
-/**
- * A listing row before it is put on the wire: a memory, or the roll-up of a folder below
- * `depth`. Generic over the memory so `InMemoryStoreClient` lists folders by the same rules.
- */
+/** A listing row before it is put on the wire: a memory, or the roll-up of a folder below `depth`. */
 export type ListEntry<M extends { path: string } = MemoryRecord> =
   | { kind: 'memory'; memory: M }
   | { kind: 'prefix'; path: string };
@@ -26,7 +23,13 @@ export function listEntries<M extends { path: string }>(memories: readonly M[], 
   const base = query.pathPrefix ?? '/';
   const entries: ListEntry<M>[] = [];
   const rolledUp = new Set<string>();
+  // The whole store at depth 0 is every memory, a planted one outside `/` too (see `plant`).
+  const everything = query.pathPrefix === undefined && query.depth === 0;
   for (const memory of memories) {
+    if (everything) {
+      entries.push({ kind: 'memory', memory });
+      continue;
+    }
     if (!memory.path.startsWith(base)) continue;
     const below = memory.path.slice(base.length).split('/');
     if (query.depth === 0 || below.length <= query.depth) {
@@ -56,7 +59,7 @@ export function pageAfter<M extends { path: string }>(
   const rest = after === undefined ? entries : entries.filter((entry) => compare(entryKey(entry), after) > 0);
   const page = rest.slice(0, limit);
   const last = page.at(-1);
-  const nextPage = rest.length > limit && last ? encodePageCursor(entryKey(last)) : null;
+  const nextPage = rest.length > limit && last ? encodePageCursor(`${CURSOR_TAG}${entryKey(last)}`) : null;
   return { entries: page, nextPage };
 }
 
@@ -68,8 +71,11 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+// Marks a memory-listing cursor, so that any other string (or a version cursor) is refused.
+const CURSOR_TAG = 'm1:';
+
 function decodeCursor(cursor: string): string {
   const key = decodePageCursor(cursor);
-  if (!key?.startsWith('/')) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
-  return key;
+  if (!key?.startsWith(CURSOR_TAG)) throw invalidRequest(`page ${JSON.stringify(cursor)} is not a cursor this listing returned`);
+  return key.slice(CURSOR_TAG.length);
 }

@@ -1,5 +1,13 @@
 import { toolErrorContent, toolName, type BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
-import type { ControlPlane, WorkItem } from './control-plane.js';
+import type { BetaSelfHostedWork } from '@anthropic-ai/sdk/resources/beta/environments/work';
+
+/**
+ * A claimed work item: the same type as `WorkItem` of `@memory-mounter/anthropic`, written from
+ * the SDK's own type rather than imported, because `@memory-mounter/anthropic` tests with this
+ * package (it depends on `@memory-mounter/testing`), and a dependency back would be a cycle.
+ * Its tests assign a `ScriptedControlPlane` to its `ControlPlane`, so a drift fails to compile.
+ */
+export type WorkItem = Pick<BetaSelfHostedWork, 'id' | 'environment_id' | 'data' | 'secret'>;
 
 /** One tool call as the scripted agent saw it: the result the live runner would post back. */
 export interface ScriptedToolCall {
@@ -25,13 +33,14 @@ export interface ScriptedAgent {
 export type AgentScript = (agent: ScriptedAgent) => Promise<void>;
 
 /**
- * The test double of {@link ControlPlane}, for running a worker offline. `claimWork` is a
- * drained poll over a queue of prepared items; `runSession` plays the session by running its
- * script against the tools the worker built, in place of the live event stream. Tool failures
+ * The test double of `ControlPlane` (`@memory-mounter/anthropic`), for running a worker
+ * offline. `claimWork` is a drained poll over a queue of prepared items; `runSession` plays the
+ * session by running its script against the tools the worker built, in place of the live event
+ * stream. Tool failures
  * become error results as `SessionToolRunner` makes them (`toolErrorContent`), so the agent
  * reads them and goes on. A session with no script ends at once, with no tool call.
  */
-export class ScriptedControlPlane implements ControlPlane {
+export class ScriptedControlPlane {
   /** Every tool call of every session, in order. */
   readonly calls: ScriptedToolCall[] = [];
   /** Session ids whose script ran, in order. */
@@ -79,7 +88,8 @@ export class ScriptedControlPlane implements ControlPlane {
 
 /**
  * A work item's `secret` as the poll response carries it: base64url JSON with the sessions
- * token. The inverse of `sessionsTokenFromSecret`, for preparing items in tests.
+ * token. The inverse of `sessionsTokenFromSecret` (`@memory-mounter/anthropic`), for preparing
+ * items in tests.
  */
 export function workSecretFor(sessionsToken: string): string {
   return Buffer.from(JSON.stringify({ sessions_token: sessionsToken })).toString('base64url');

@@ -1,0 +1,46 @@
+/**
+ * `@memory-mounter/core/engine`: the engine's parts, for a host that runs its own loop instead
+ * of `MemoryMounter`'s. One pass of a store is:
+ *
+ *   1. open the store folder (`StoreFolder.open`): every disk access of the pass goes through
+ *      it, confined to the folder (never through a link the agent planted);
+ *   2. scan it (`scanStore`), and judge it (`assessFolder`: a wiped or emptied folder is
+ *      distrusted, never taken as "delete everything");
+ *   3. read the store (`StoreClient.list`), index it (`indexRemote`: paths a mount cannot hold
+ *      are skipped) and fold in writes whose outcome was unknown (`settleUnknownWrites`);
+ *   4. plan (`planStore`, pure: SPEC 4.2's table, one `classify` row per path, deletions capped
+ *      by `deleteCap`);
+ *   5. apply the plan's transfers (`applyPlan`): I/O only, through the two seams, one
+ *      `Outcome` per transfer (done, skipped with a code, failed with a StoreError kind, cut
+ *      off); it writes no state;
+ *   6. settle (`settle`, pure): fold the outcomes into the state the next pass starts from
+ *      (the baseline moves only for what was applied, path by path) and build the pass's report.
+ *
+ * `SyncState` is what a pass carries to the next (`emptySyncState()` before the first). A
+ * push-only pass (finalize's flush) is `pushOnlyView(plan)`. The library a host normally uses
+ * is the package's main entry, `@memory-mounter/core`.
+ */
+export { planStore, planActions, pushOnlyView, classify, deleteCap, settleUnknownWrites } from './plan.js';
+export type {
+  Action,
+  Transfer,
+  BaselineAction,
+  ReportAction,
+  Cell,
+  Plan,
+  PlanInput,
+  PullReason,
+  RemoteEntry,
+  Row,
+} from './plan.js';
+export { scanStore, type LocalFile, type LocalSnapshot, type ScanCache } from './scan.js';
+export type { MarkerState } from './marker.js';
+export { assessFolder, type FolderVerdict } from './folder-trust.js';
+export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';
+export { indexRemote, alignLocalCase, type RemoteIndex } from './remote-index.js';
+export { applyPlan, type ApplyIO, type Outcome, type Result } from './apply.js';
+export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './settle.js';
+export { reason, type Reason, type ReasonCode, type StoreReasonCode, type PathReasonCode } from './reasons.js';
+export type { StoreEvents } from './events.js';
+export type { RemoteChange, ListedMemory } from './remote-feed.js';
+export { emptySyncState, type SyncState } from './sync-state.js';

@@ -1,0 +1,138 @@
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { NodeFileSystem, sha256Hex, type FileSystem } from '@memory-mounter/core';
+import { applyPlan, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
+import { writeMarker } from '../src/marker.js';
+import { DISKS, RecordingLogger } from './harness.js';
+
+/**
+ * The executor on its own: it performs transfers and says what became of each, and writes no
+ * engine state (there is none to give it). One real store folder per test, on memfs and on a
+ * real temp dir.
+ */
+const STORE = 'memstore_apply';
+const sha = (text: string) => sha256Hex(new TextEncoder().encode(text));
+
+describe.each(DISKS)('applyPlan on %s', (kind) => {
+  let fs: FileSystem;
+  let dir: string;
+  let base: string | undefined;
+  let folder: StoreFolder;
+  let client: InMemoryStoreClient;
+  let io: ApplyIO;
+
+  beforeEach(async () => {
+    if (kind === 'memfs') {
+      fs = new MemfsFileSystem({ '/host/store': null });
+      dir = '/host/store';
+    } else {
+      base = await realpath(await mkdtemp(join(tmpdir(), 'mm-apply-')));
+      dir = join(base, 'store');
+      fs = new NodeFileSystem();
+      await fs.mkdir(dir, { recursive: true });
+    }
+    folder = await StoreFolder.open(fs, dir);
+    await writeMarker(folder, STORE);
+    client = new InMemoryStoreClient();
+    io = { folder, client, memoryStoreId: STORE, logger: new RecordingLogger(), signal: new AbortController().signal, concurrency: 4 };
+  });
+  afterEach(async () => {
+    await folder.close();
+    if (base) await rm(base, { recursive: true, force: true });
+  });
+
+  const read = async (path: string) => {
+    try {
+      return new TextDecoder().decode(await fs.readFile(`${dir}${path}`));
+    } catch {
+      return null;
+    }
+  };
+  const apply = async (transfers: Transfer[]): Promise<Outcome[]> => applyPlan(io, transfers);
+
+  it('returns one outcome per transfer, in the order given', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    const transfers: Transfer[] = [
+      { type: 'pull', path: '/a.md', memoryId: memory!.id, remoteSha: memory!.content_sha256, expectLocal: null, reason: 'new_remote' },
+      { type: 'delete_local', path: '/absent.md', expectLocal: sha('x') },
+    ];
+    const outcomes = await apply(transfers);
+    expect(outcomes.map((o) => o.action)).toEqual(transfers);
+    expect(outcomes.map((o) => o.result.kind)).toEqual(['done', 'skipped']);
+  });
+
+  it('a pull that carries its content writes it without fetching the memory', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    const before = client.count('get');
+    const [outcome] = await apply([
+      { type: 'pull', path: '/a.md', memoryId: memory!.id, remoteSha: sha('alpha'), expectLocal: null, reason: 'new_remote', content: 'alpha' },
+    ]);
+    expect(outcome!.result).toEqual({ kind: 'done', sha: sha('alpha') });
+    expect(client.count('get')).toBe(before);
+    expect(await read('/a.md')).toBe('alpha');
+  });
+
+  it('a pull whose carried content does not match its sha fails as rejected, and writes nothing', async () => {
+    const [outcome] = await apply([
+      { type: 'pull', path: '/a.md', memoryId: 'mem_x', remoteSha: sha('alpha'), expectLocal: null, reason: 'new_remote', content: 'tampered' },
+    ]);
+    expect(outcome!.result).toMatchObject({ kind: 'failed', error: 'rejected' });
+    expect(await read('/a.md')).toBeNull();
+  });
+
+  it('a pull over a file that appeared since the scan is skipped, and the file kept', async () => {
+    await fs.writeFile(`${dir}/a.md`, new TextEncoder().encode('agent wrote this'));
+    const [outcome] = await apply([
+      { type: 'pull', path: '/a.md', memoryId: 'mem_x', remoteSha: sha('alpha'), expectLocal: null, reason: 'new_remote', content: 'alpha' },
+    ]);
+    expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'changed_during_sync' });
+    expect(await read('/a.md')).toBe('agent wrote this');
+  });
+
+  it('an update of a memory deleted in the store re-creates it, and says what it learned', async () => {
+    await fs.writeFile(`${dir}/a.md`, new TextEncoder().encode('edited'));
+    const [outcome] = await apply([{ type: 'update', path: '/a.md', localSha: sha('edited'), memoryId: 'mem_gone', expectedRemoteSha: sha('old') }]);
+    expect(outcome!.result).toEqual({ kind: 'done', sha: sha('edited') });
+    expect(outcome!.learned.map((c) => c.kind)).toEqual(['deleted', 'memory']);
+    expect(client.snapshot(STORE)).toEqual({ '/a.md': 'edited' });
+  });
+
+  it('a create the store fails is a failed outcome with the StoreError kind, never a throw', async () => {
+    await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+    client.failNext('create', 'rejected');
+    const [outcome] = await apply([{ type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' }]);
+    expect(outcome!.result).toMatchObject({ kind: 'failed', error: 'rejected', cutOff: false });
+  });
+
+  it('a remote delete whose file came back is skipped (reappeared), and nothing is sent', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    await fs.writeFile(`${dir}/a.md`, new TextEncoder().encode('alpha'));
+    const [outcome] = await apply([{ type: 'delete_remote', path: '/a.md', memoryId: memory!.id, expectedRemoteSha: sha('alpha'), mode: 'send' }]);
+    expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'reappeared' });
+    expect(client.snapshot(STORE)).toEqual({ '/a.md': 'alpha' });
+  });
+
+  it('log_only: the checks run, nothing is sent, and the outcome says so', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    const [outcome] = await apply([{ type: 'delete_remote', path: '/a.md', memoryId: memory!.id, expectedRemoteSha: sha('alpha'), mode: 'log_only' }]);
+    expect(outcome!.result).toEqual({ kind: 'done', sent: false });
+    expect(client.count('delete')).toBe(0);
+  });
+
+  it('after the time bound, nothing starts: every transfer is cut off', async () => {
+    const stop = new AbortController();
+    stop.abort(new Error('syncTimeout ran out'));
+    io = { ...io, signal: stop.signal };
+    await fs.writeFile(`${dir}/n.md`, new TextEncoder().encode('new'));
+    const outcomes = await apply([
+      { type: 'create', path: '/n.md', localSha: sha('new'), reason: 'new_local' },
+      { type: 'delete_local', path: '/n.md', expectLocal: sha('new') },
+    ]);
+    expect(outcomes.map((o) => o.result)).toEqual([{ kind: 'cut_off' }, { kind: 'cut_off' }]);
+    expect(client.count('create')).toBe(0);
+    expect(await read('/n.md')).toBe('new');
+  });
+});

@@ -24,7 +24,7 @@ export interface OutgoingRequest {
   expectedSha?: string;
   /** The path an update moves the memory to (a rename), when it gives one. */
   newPath?: string;
-  /** Every path the memory has had (its versions'), for an update: where its file may still be on disk. */
+  /** Every path the memory has had (its versions'), for an update or a delete: where its file may have been on disk. */
   formerPaths?: string[];
   /** What the memory held before the request (get/update/delete of an existing memory). */
   previousContent?: string;
@@ -117,7 +117,7 @@ export class ObservedStoreClient implements StoreClient {
     if (memory) {
       request.path = memory.path;
       request.previousContent = memory.content ?? undefined;
-      if (request.op === 'update') {
+      if (request.op === 'update' || request.op === 'delete') {
         const paths = this.fake.versions(request.storeId).flatMap((v) => (v.memory_id === memory.id && v.path !== null ? [v.path] : []));
         request.formerPaths = [...new Set(paths)];
       }

@@ -315,7 +315,10 @@ export class Oracle {
     const cap = deleteCapAtMost(store.seen.size);
     if (count > cap) this.violate(`${where}: delete number ${count} in one pass; the cap is at most ${cap}`);
     const applies = request.previousContent !== undefined && request.expectedSha === sha256(request.previousContent);
-    if (applies && !store.seen.get(path)?.has(request.expectedSha!)) {
+    // The content may have been held at a path the memory had before the store renamed it (the
+    // engine then moved the file, and the agent may have edited it before deleting it).
+    const heldBefore = (request.formerPaths ?? []).some((p) => store.seen.get(p)?.has(request.expectedSha!));
+    if (applies && !store.seen.get(path)?.has(request.expectedSha!) && !heldBefore) {
       this.violate(`${where} removes content the folder never held at that path`);
     }
   }

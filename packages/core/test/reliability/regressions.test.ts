@@ -112,6 +112,20 @@ describe('regressions: model errors the random runs exposed (the engine was righ
     ),
   );
 
+  // seed 20261201 run 4636 (after the merge of wip-settle): the engine moved an edited file after
+  // the store renamed its folder, the push of the edit failed, and the agent removed the folder:
+  // the delete removes the content the folder held at the memory's old path.
+  it(
+    'a delete of a memory the store renamed removes the content the folder held at its old path',
+    replay({ disk: 'memfs', seedRw: ['/d/e/f.md'], finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
+      new RemoteRenameDir('rw', '/d', '/g'),
+      new FailNext('update', 'unauthorized'),
+      new AgentEdit('rw', '/d/e/f.md'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+      new AgentRemoveDir('rw', '/g'),
+    ]),
+  );
+
   // Renamed alike on both sides, with an edit: a local change of the one memory, pushed.
   it(
     'a memory renamed alike by the agent and the store, then edited: pushed, no conflict',

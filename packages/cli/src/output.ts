@@ -154,6 +154,7 @@ function counts(s: StoreSyncReport): string[] {
   add('pulled', s.pulled);
   add('deleted locally', s.deletedLocal);
   add('deleted in the store', s.deletedRemote);
+  add('renamed', s.renamed.map((r) => `${r.from} -> ${r.to}`));
   add('conflicts', s.conflicts);
   return parts;
 }
@@ -174,6 +175,7 @@ function summary(s: StoreSyncReport) {
     pulled: s.pulled,
     deletedLocal: s.deletedLocal,
     deletedRemote: s.deletedRemote,
+    renamed: s.renamed,
     conflicts: s.conflicts,
     errors: s.errors,
   };

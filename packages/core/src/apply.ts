@@ -3,7 +3,7 @@ import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './erro
 import { errorCode, type FileStat } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
-import type { Create, DeleteLocal, DeleteRemote, Pull, Transfer, Update } from './plan.js';
+import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, Transfer, Update } from './plan.js';
 import type { PathReasonCode } from './reasons.js';
 import type { RemoteChange } from './remote-feed.js';
 import type { CarriedContent } from './scan.js';
@@ -65,6 +65,8 @@ export interface Outcome<T extends Transfer = Transfer> {
   result: Result;
   /** What the store answered about memories along the way (a write's result, a fetch, a delete), for the remote view. */
   learned: RemoteChange[];
+  /** For a `rename_local` done whose `then` is a transfer: what became of that follow-up. */
+  then?: Outcome;
 }
 
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */
@@ -82,6 +84,7 @@ export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Pr
         const learned: RemoteChange[] = [];
         if (io.signal.aborted) return { action, result: { kind: 'cut_off' }, learned };
         try {
+          if (action.type === 'rename_local') return await renameLocalThen(io, action, learned);
           return { action, result: await perform(io, action, learned), learned };
         } catch (err) {
           return { action, result: failure(io, err), learned };
@@ -104,6 +107,10 @@ function perform(io: ApplyIO, action: Transfer, learned: RemoteChange[]): Promis
       return deleteLocal(io, action);
     case 'delete_remote':
       return deleteRemote(io, action, learned);
+    case 'rename_local':
+      return renameLocal(io, action);
+    case 'rename_remote':
+      return renameRemote(io, action, learned);
     default:
       return unknownTransfer(action);
   }
@@ -310,6 +317,76 @@ async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteCh
 function stillAsPlanned(now: LocalRead, expected: string | null): boolean {
   if (expected === null) return now.kind === 'absent' || (now.kind === 'other' && now.code === 'is_folder');
   return now.kind === 'file' && now.sha === expected;
+}
+
+/**
+ * A `rename_local` and, once the file has moved, its follow-up transfer at the new path (an edit
+ * made on either side), which settles as a transfer of its own (`then`).
+ */
+async function renameLocalThen(io: ApplyIO, action: RenameLocal, learned: RemoteChange[]): Promise<Outcome> {
+  const result = await renameLocal(io, action);
+  const next = action.then;
+  if (result.kind !== 'done' || !next || (next.type !== 'pull' && next.type !== 'update')) return { action, result, learned };
+  const thenLearned: RemoteChange[] = [];
+  let thenResult: Result;
+  try {
+    thenResult = await perform(io, next, thenLearned);
+  } catch (err) {
+    thenResult = failure(io, err);
+  }
+  return { action, result, learned, then: { action: next, result: thenResult, learned: thenLearned } };
+}
+
+/** Follows the store's rename on disk: the file moves (`StoreFolder.move`), nothing is transferred. */
+async function renameLocal(io: ApplyIO, action: RenameLocal): Promise<Result> {
+  const { from, path } = action;
+  if (action.alreadyMoved) {
+    // Moved alike on both sides: the file must still be at `path` and gone from `from`.
+    const there = await io.folder.read(path);
+    const back = await io.folder.stat(from).catch((err: unknown) => {
+      if (err instanceof FolderRefusal) return err;
+      throw err;
+    });
+    if (there.kind !== 'file' || there.sha !== action.expectLocal || back !== null) {
+      return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+    }
+    return { kind: 'done', sha: action.baseSha };
+  }
+  const now = await io.folder.read(from);
+  if (now.kind !== 'file' || now.sha !== action.expectLocal) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+  try {
+    await io.folder.move(from, path, now.stat);
+  } catch (err) {
+    if (err instanceof FolderRefusal) return skipped(err.code, `not moved from ${from}: ${err.message}`);
+    throw err;
+  }
+  return { kind: 'done', sha: action.baseSha };
+}
+
+/**
+ * Follows the agent's rename in the store: the memory's path is updated (same id, same history),
+ * guarded by the content both paths hold. Any failure leaves the baseline as it was, so the next
+ * pass judges both paths again: a memory that changed or went meanwhile no longer reads as a
+ * rename, and the rows (restore, create) lose nothing.
+ */
+async function renameRemote(io: ApplyIO, action: RenameRemote, learned: RemoteChange[]): Promise<Result> {
+  const { from, path, sha } = action;
+  const now = await io.folder.read(path);
+  if (now.kind !== 'file' || now.sha !== sha) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
+  const back = await io.folder.stat(from).catch((err: unknown) => {
+    if (err instanceof FolderRefusal) return err;
+    throw err;
+  });
+  if (back !== null) return skipped('reappeared', 'reappeared before its memory was renamed; left for the next pass');
+  let written: StoreMemory;
+  try {
+    written = await storeCall(io.client.update(io.memoryStoreId, action.memoryId, { path, expected_content_sha256: sha }, { signal: io.signal }));
+  } catch (err) {
+    if (asStoreError(err).kind === 'not_found') learned.push({ kind: 'deleted', memoryId: action.memoryId });
+    throw err;
+  }
+  learned.push({ kind: 'memory', memory: written });
+  return { kind: 'done', sha };
 }
 
 function failure(io: ApplyIO, err: unknown): Result {

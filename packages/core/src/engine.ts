@@ -16,6 +16,10 @@
  *   6. settle (`settle`, pure): fold the outcomes into the state the next pass starts from
  *      (the baseline moves only for what was applied, path by path) and build the pass's report.
  *
+ * Renames: give `planStore` the ids the baseline was agreed with (`PlanInput.baselineIds`) and,
+ * after each settle, refresh them with `baselineIdsAfter` from what the store now holds; a
+ * memory renamed on either side then keeps its id (`rename_local`, `rename_remote` transfers).
+ *
  * `SyncState` is what a pass carries to the next (`emptySyncState()` before the first). A
  * push-only pass (finalize's flush) is `pushOnlyView(plan)`. The library a host normally uses
  * is the package's main entry, `@memory-mounter/core`.
@@ -31,8 +35,11 @@ export type {
   PlanInput,
   PullReason,
   RemoteEntry,
+  RenameLocal,
+  RenameRemote,
   Row,
 } from './plan.js';
+export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename } from './renames.js';
 export { scanStore, CARRY_BUDGET_BYTES, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';

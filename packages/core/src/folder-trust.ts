@@ -17,7 +17,16 @@ export type FolderVerdict =
   | { kind: 'redownload'; code: 'folder_gone' | 'folder_emptied' | 'folder_wiped'; reason: string }
   | { kind: 'unreadable'; reason: string };
 
-export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<string> | ReadonlyMap<string, unknown>): FolderVerdict {
+/**
+ * `baseline`: the paths of the memory files expected on disk. `movedShas`, when given: their
+ * contents; a file elsewhere holding one of them is that memory moved (a folder renamed as a
+ * whole), not a wipe, and the table's rename rows take it from there.
+ */
+export function assessFolder(
+  snapshot: LocalSnapshot,
+  baseline: ReadonlySet<string> | ReadonlyMap<string, unknown>,
+  movedShas?: ReadonlySet<string>,
+): FolderVerdict {
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
   if (snapshot.root === 'missing') return { kind: 'redownload', code: 'folder_gone', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
@@ -33,7 +42,7 @@ export function assessFolder(snapshot: LocalSnapshot, baseline: ReadonlySet<stri
   }
   // Marker intact. "Every memory file gone" counts the files the baseline knows: a wipe followed
   // by one new file is still a wipe, and must not read as the agent deleting every memory.
-  if (baseline.size > 1 && !someBaselineFileLeft(snapshot, [...baseline.keys()])) {
+  if (baseline.size > 1 && !someBaselineFileLeft(snapshot, [...baseline.keys()]) && !someMovedFile(snapshot, movedShas)) {
     return { kind: 'redownload', code: 'folder_wiped', reason: 'every memory file is gone at once (folder wiped)' };
   }
   return { kind: 'trusted' };
@@ -50,5 +59,14 @@ function someBaselineFileLeft(snapshot: LocalSnapshot, baselinePaths: readonly s
     if (!unknown(blocked)) continue;
     for (const path of baselinePaths) if (path.startsWith(`${blocked}/`)) return true;
   }
+  return false;
+}
+
+/** sha256 of no bytes: an empty file matches any empty memory by chance, so it proves no move. */
+const EMPTY_SHA = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+function someMovedFile(snapshot: LocalSnapshot, shas: ReadonlySet<string> | undefined): boolean {
+  if (!shas || shas.size === 0) return false;
+  for (const file of snapshot.files.values()) if (file.sha !== EMPTY_SHA && shas.has(file.sha)) return true;
   return false;
 }

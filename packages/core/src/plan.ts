@@ -1,5 +1,6 @@
 import type { LocalFile } from './scan.js';
 import { ancestorPaths } from './memory-path.js';
+import { detectRenames } from './renames.js';
 import type { PathReasonCode, Reason } from './reasons.js';
 import type { PathReport } from './reports.js';
 import type { Access, DeletionMode } from './types.js';
@@ -30,6 +31,12 @@ export interface PlanInput {
   graceMs: number;
   /** path -> sha both sides agreed on after the last successful transfer. */
   baseline: ReadonlyMap<string, string>;
+  /**
+   * path -> id of the memory each baseline entry was agreed with, so a memory the store renamed
+   * is followed rather than re-downloaded (renames.ts). Absent or partial: those paths are
+   * judged by the rows alone.
+   */
+  baselineIds?: ReadonlyMap<string, string>;
   localFiles: ReadonlyMap<string, LocalFile>;
   /** Wire paths the scan could not see into (symlinks, special files, unreadable folders). */
   localBlocked: ReadonlyMap<string, Reason<PathReasonCode>>;
@@ -94,7 +101,32 @@ export interface DeleteRemote {
   expectedRemoteSha: string;
   mode: 'send' | 'log_only';
 }
-export type Transfer = Pull | Update | Create | DeleteLocal | DeleteRemote;
+/**
+ * The store renamed this memory from `from` to `path`: the file moves on disk (if it still is
+ * `expectLocal`), no content transferred; the baseline's `baseSha` moves with it. An edit made
+ * on either side meanwhile is then settled at the new path by `then`, as the table would settle
+ * it there (a local edit is an update of the same memory, by id), only once the move is done.
+ */
+export interface RenameLocal {
+  type: 'rename_local';
+  path: string;
+  from: string;
+  memoryId: string;
+  expectLocal: string;
+  baseSha: string;
+  /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
+  alreadyMoved?: true;
+  then?: Pull | Update | Adopt | Refuse | KeepLocal;
+}
+/** The agent renamed `from` to `path` (same content `sha`): the memory's path is updated, guarded by `sha`. */
+export interface RenameRemote {
+  type: 'rename_remote';
+  path: string;
+  from: string;
+  memoryId: string;
+  sha: string;
+}
+export type Transfer = Pull | Update | Create | DeleteLocal | DeleteRemote | RenameLocal | RenameRemote;
 
 /** Both sides already hold `sha`: record it, transfer nothing. */
 export interface Adopt {
@@ -241,7 +273,71 @@ export function planStore(input: PlanInput): Plan {
     plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
 
+  // Renames first (renames.ts): the paths they claim are not judged again by the rows below.
+  const renames = detectRenames({
+    baseline,
+    baselineIds: input.baselineIds ?? new Map(),
+    localFiles,
+    blocked: (path) => {
+      const why = blockedReason(path, input.localBlocked);
+      return why === undefined ? undefined : why === 'self' ? 'blocked' : why.detail;
+    },
+    remote,
+    readWrite,
+    refused,
+  });
+  const claimed = new Set<string>();
+  for (const r of renames.remote) {
+    claimed.add(r.from).add(r.to);
+    const local = localFiles.get(r.alreadyMoved ? r.to : r.from)!;
+    const target: RemoteEntry = { id: r.memoryId, sha: r.remoteSha };
+    // The row the new path is in once the file is there: B moves with the file.
+    const cell = classify(r.baseSha, local, target);
+    let then: RenameLocal['then'];
+    switch (cell.row) {
+      case 'local_changed': {
+        if (!readWrite) {
+          then = { type: 'keep_local', path: r.to, localSha: local.sha, warn: false };
+          break;
+        }
+        // Refused content stays refused under its new name (the record is kept by the old one).
+        const refusedBefore = refused.get(r.from) === local.sha || refused.get(r.to) === local.sha;
+        if (local.unpushable || refusedBefore) {
+          const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
+          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore };
+        } else then = { type: 'update', path: r.to, localSha: local.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha };
+        break;
+      }
+      case 'remote_changed':
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed' };
+        break;
+      case 'both_changed_same':
+        then = { type: 'adopt', path: r.to, sha: local.sha };
+        break;
+      case 'both_changed_differ':
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict' };
+        break;
+      default:
+        break;
+    }
+    plan.transfers.push({
+      type: 'rename_local',
+      path: r.to,
+      from: r.from,
+      memoryId: r.memoryId,
+      expectLocal: local.sha,
+      baseSha: r.baseSha,
+      ...(r.alreadyMoved && { alreadyMoved: true as const }),
+      ...(then && { then }),
+    });
+  }
+  for (const r of renames.local) {
+    claimed.add(r.from).add(r.to);
+    plan.transfers.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
+  }
+
   for (const path of allPaths(baseline, localFiles, remote)) {
+    if (claimed.has(path)) continue;
     const blocked = blockedReason(path, input.localBlocked);
     if (blocked) {
       // The scan could not see this path: absent is not known to mean deleted. Hands off.
@@ -342,8 +438,17 @@ export function pushOnlyView(plan: Plan): Plan {
   const transfers: Transfer[] = [];
   const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse');
   for (const t of plan.transfers) {
-    if (t.type === 'update' || t.type === 'create') transfers.push(t);
+    if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
     else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path });
+    else if (t.type === 'rename_local') {
+      // Nothing moves on disk: the edit still goes to the memory where it now is, read from
+      // where the file is (its old path, unless it was already moved).
+      const where = t.alreadyMoved ? t.path : t.from;
+      const then = t.then;
+      if (then?.type === 'update') transfers.push({ ...then, path: where });
+      else if (then?.type === 'refuse') reportOnly.push({ ...then, path: where });
+      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where });
+    }
   }
   return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], skipped: plan.skipped };
 }

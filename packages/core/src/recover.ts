@@ -262,7 +262,11 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       recreateFolder: () => Promise.reject(new Error('recovery never re-creates a store folder')),
     });
     recorder.state = store.state;
-    await store.resume({ baseline: new Map(Object.entries(record.baseline)), unknownWrites: new Map(Object.entries(record.unsettled_writes)) });
+    await store.resume({
+      baseline: new Map(Object.entries(record.baseline)),
+      unknownWrites: new Map(Object.entries(record.unsettled_writes)),
+      memoryIds: new Map(Object.entries(record.memory_ids)),
+    });
     let settled = await passWithin(store, ctx);
     if (settled !== null && wipedFolder(settled) && store.state.distrusted === null && store.lastScan !== null) {
       // Every file of the recorded baseline is gone (a wipe): a push-only pass will not judge

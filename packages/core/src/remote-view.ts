@@ -177,6 +177,11 @@ export class RemoteView {
     return listAll(() => client.list(storeId, { signal }));
   }
 
+  /** The store's memories as last read and learned, indexed for the planner; no I/O. */
+  known(caseInsensitive: boolean): RemoteIndex {
+    return this.#indexed(caseInsensitive);
+  }
+
   /** One feed read from `since`, bounded by the budget; a failure is a reason to list instead. */
   async #readFeed(signal: AbortSignal): Promise<
     { kind: 'versions'; versions: StoreMemoryVersion[]; times: ReadTimes } | { kind: 'failed'; reason: FullListingReason }

@@ -52,6 +52,12 @@ export interface StoreSyncReport {
   deletedLocal: string[];
   /** Memories deleted in the store because their file was deleted locally. */
   deletedRemote: string[];
+  /**
+   * One memory at a new path, id and history kept, nothing transferred: `local` when the file
+   * was moved on disk after the store renamed the memory, `remote` when the memory was renamed
+   * in the store after the agent moved the file.
+   */
+  renamed: { from: string; to: string; side: 'local' | 'remote' }[];
   /** Both sides changed differently; the store's version was written over the file. */
   conflicts: string[];
   /** Local content the store will not take, or that must never be pushed, with the reason. */

@@ -25,7 +25,7 @@ export type SettledState = Pick<SyncState, 'baseline' | 'missingSince' | 'refuse
 /** What one pass did, as the store report lists it. */
 export type PassReport = Pick<
   StoreSyncReport,
-  'pulled' | 'pushed' | 'deletedLocal' | 'deletedRemote' | 'conflicts' | 'refused' | 'pendingDeletions' | 'skippedPaths' | 'errors' | 'cutOff'
+  'pulled' | 'pushed' | 'deletedLocal' | 'deletedRemote' | 'renamed' | 'conflicts' | 'refused' | 'pendingDeletions' | 'skippedPaths' | 'errors' | 'cutOff'
 >;
 
 /** A line to log (with `memory_store_id` added by the caller's logger), and optionally a `refused` event. */
@@ -50,6 +50,7 @@ export function emptyPassReport(): PassReport {
     pushed: [],
     deletedLocal: [],
     deletedRemote: [],
+    renamed: [],
     conflicts: [],
     refused: [],
     pendingDeletions: [],
@@ -88,8 +89,17 @@ export function settle(before: Readonly<SettledState>, plan: Plan, outcomes: rea
 
 type WarnOnce = (key: string, notice: Notice) => void;
 
-function settleTransfer({ action, result }: Outcome, state: SettledState, report: PassReport, notices: Notice[], warnOnce: WarnOnce): void {
+function settleTransfer(outcome: Outcome, state: SettledState, report: PassReport, notices: Notice[], warnOnce: WarnOnce): void {
+  const { action, result } = outcome;
   const { path } = action;
+  // A rename on disk done, then what was settled at the new path (after the move, as it ran).
+  if (action.type === 'rename_local' && result.kind === 'done') {
+    settleDone(action, result.sha, true, state, report, notices);
+    const next = action.then;
+    if (outcome.then) settleTransfer(outcome.then, state, report, notices, warnOnce);
+    else if (next && next.type !== 'pull' && next.type !== 'update') settleAction(next, state, report, notices, warnOnce);
+    return;
+  }
   switch (result.kind) {
     case 'cut_off':
       report.cutOff.push(path);
@@ -120,6 +130,8 @@ function settleTransfer({ action, result }: Outcome, state: SettledState, report
       if (result.cutOff) report.cutOff.push(path);
       // Sent, outcome unknown: the next listing tells whether it landed (settleUnknownWrites).
       if (pushing && result.error === 'unavailable') state.unknownWrites.set(path, action.localSha);
+      // A rename of unknown outcome: a memory holding `sha` at the new path next pass is it.
+      if (action.type === 'rename_remote' && result.error === 'unavailable') state.unknownWrites.set(path, action.sha);
       const operation = operationName(action);
       report.errors.push({ path, operation, kind: result.error, message: result.message });
       if (result.error === 'filesystem') {
@@ -164,6 +176,29 @@ function settleDone(action: Transfer, sha: string | undefined, sent: boolean, st
     case 'delete_local':
       state.baseline.delete(path);
       report.deletedLocal.push(path);
+      return;
+
+    case 'rename_local':
+      // The file moved (or was already there); the baseline's sha moves with it.
+      state.baseline.delete(action.from);
+      state.baseline.set(path, action.baseSha);
+      state.refused.delete(action.from);
+      report.renamed.push({ from: action.from, to: path, side: 'local' });
+      notices.push({
+        level: 'info',
+        message: action.alreadyMoved ? 'renamed alike on disk and in the store' : 'renamed on disk: the memory was renamed in the store',
+        fields: { path, from: action.from },
+      });
+      return;
+
+    case 'rename_remote':
+      state.baseline.delete(action.from);
+      state.baseline.set(path, action.sha);
+      state.missingSince.delete(action.from);
+      state.unknownWrites.delete(path);
+      state.refused.delete(path);
+      report.renamed.push({ from: action.from, to: path, side: 'remote' });
+      notices.push({ level: 'info', message: 'renamed in the store: the file was renamed locally', fields: { path, from: action.from } });
       return;
 
     case 'delete_remote':

@@ -244,6 +244,82 @@ export class StoreFolder {
     );
   }
 
+  /**
+   * Moves the regular file at `fromWire` to `toWire` (a memory the store renamed), without
+   * copying it: one rename(2) between the two held parent folders, each named by its handle, so
+   * the file never leaves the store folder nor comes in from outside it. The folders on the way
+   * to `toWire` are made as `write` makes them. Refuses (FolderRefusal, nothing moved) when the
+   * entry at `fromWire` is not the file `expect` names (its `(dev, ino)`, as read by the caller):
+   * a link is never moved or followed, and a file swapped in meanwhile is not the one planned
+   * for. Never replaces anything at `toWire` (`taken`), but an empty folder, which goes as in
+   * `write`. Checked again after the rename: the entry now at `toWire` must be that file, and an
+   * unpinned folder on either side still the one opened; otherwise what was moved is put back by
+   * the same names and the move refused (`swapped`).
+   */
+  move(fromWire: string, toWire: string, expect: { dev: number; ino: number }): Promise<void> {
+    return this.#act(async () => {
+      const fromSegments = pathSegments(fromWire);
+      let from: OpenedParent;
+      try {
+        from = await this.#openParent(fromWire, fromSegments, false);
+      } catch (err) {
+        if (errorCode(err) === 'ENOENT') throw new FolderRefusal('swapped', fromWire, 'is no longer where it was read');
+        throw err;
+      }
+      try {
+        const toSegments = pathSegments(toWire);
+        const to = await this.#openParent(toWire, toSegments, true);
+        try {
+          const source = `${from.dir.path}/${fromSegments.at(-1)!}`;
+          const target = `${to.dir.path}/${toSegments.at(-1)!}`;
+          await this.#verify(from.dir, fromWire);
+          await this.#verify(to.dir, toWire);
+          const before = await this.fs.lstat(source);
+          if (before === null) throw new FolderRefusal('swapped', fromWire, 'is no longer where it was read');
+          if (before.type === 'symlink') throw new FolderRefusal('is_symlink', fromWire, 'is a symlink');
+          if (before.type === 'directory') throw new FolderRefusal('is_folder', fromWire, 'is a folder');
+          if (before.type !== 'file') throw new FolderRefusal('not_regular', fromWire, 'is not a regular file');
+          if (before.nlink > 1) throw new FolderRefusal('hard_link', fromWire, `has ${before.nlink} hard links`);
+          if (before.dev !== expect.dev || before.ino !== expect.ino) throw new FolderRefusal('swapped', fromWire, 'was replaced during the sync');
+          const there = await this.fs.lstat(target);
+          if (there?.type === 'directory') {
+            // rmdir(2) refuses a folder that holds anything: only an empty one goes.
+            try {
+              await this.fs.rm(target);
+            } catch (err) {
+              if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') throw new FolderRefusal('taken', toWire, 'is a folder that holds files');
+              throw err;
+            }
+          } else if (there !== null && !(there.dev === before.dev && there.ino === before.ino)) {
+            // (The same inode under the new name: a case-only rename on a disk that ignores case.)
+            throw new FolderRefusal('taken', toWire, there.type === 'symlink' ? 'is a symlink' : 'already exists');
+          }
+          await this.fs.rename(source, target);
+          const after = await this.fs.lstat(target);
+          const moved = after !== null && after.type === 'file' && after.dev === expect.dev && after.ino === expect.ino;
+          let verified = moved;
+          if (moved && !from.dir.pinned) verified = await this.#identical(from.dir);
+          if (moved && !to.dir.pinned) verified &&= await this.#identical(to.dir);
+          if (!verified) {
+            // Something else was moved (an entry swapped in at the last moment), or an unpinned
+            // folder was replaced around the rename: put back whatever went, by the same names,
+            // so nothing stays moved that was not planned for. Best effort; refused either way.
+            await this.fs.rename(target, source).catch(() => {});
+            throw new FolderRefusal('swapped', toWire, 'changed during the move; put back');
+          }
+          // A held folder the agent removed meanwhile still takes the entry, which then has no name.
+          if (to.dir.pinned && (await this.fs.lstat(`${to.dir.path}/.`))?.nlink === 0) {
+            throw new FolderRefusal('swapped', toWire, 'is in a folder that was removed during the sync');
+          }
+        } finally {
+          await to.close();
+        }
+      } finally {
+        await from.close();
+      }
+    });
+  }
+
   /** lstat of the entry at `wirePath` through its folder's handle; null when absent. */
   stat(wirePath: string): Promise<FileStat | null> {
     return this.#act(() =>
@@ -596,6 +672,12 @@ export class StoreFolder {
       if (code === 'ENOTDIR') throw new FolderRefusal('not_regular', wireDir, 'is not a folder');
       throw err;
     }
+  }
+
+  /** The name of an unpinned handle still reaches the folder that was opened. */
+  async #identical(dir: DirHandle): Promise<boolean> {
+    const now = await this.fs.lstat(dir.path);
+    return now?.type === 'directory' && now.dev === dir.dev && now.ino === dir.ino;
   }
 
   /** For an unpinned handle: the name still reaches the folder that was opened, or refuse. */

@@ -6,6 +6,7 @@ import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
 import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
+import { baselineIdsAfter } from './renames.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
@@ -121,6 +122,7 @@ export class StoreSync {
     // wiped folder must never read as the agent's deletions if the listing fails part-way.
     const before = new Map(this.state.baseline);
     this.state.baseline.clear();
+    this.state.baselineIds.clear();
     this.state.missingSince.clear();
     this.state.scanCache.clear();
     this.#remote.forget();
@@ -185,8 +187,14 @@ export class StoreSync {
    * baseline it agreed on with the store, and the writes it may have sent without learning
    * their outcome. Instead of a download, which would make the baseline the store's.
    */
-  async resume(recorded: { baseline: ReadonlyMap<string, string>; unknownWrites: ReadonlyMap<string, string> }): Promise<void> {
+  async resume(recorded: {
+    baseline: ReadonlyMap<string, string>;
+    unknownWrites: ReadonlyMap<string, string>;
+    /** path -> memory id the record kept (older records may lack some): renames are followed for those. */
+    memoryIds?: ReadonlyMap<string, string>;
+  }): Promise<void> {
     this.state.baseline = new Map(recorded.baseline);
+    this.state.baselineIds = new Map([...(recorded.memoryIds ?? [])].filter(([path]) => recorded.baseline.has(path)));
     this.state.unknownWrites = new Map(recorded.unknownWrites);
     this.state.missingSince.clear();
     this.state.scanCache.clear();
@@ -228,7 +236,7 @@ export class StoreSync {
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
     const expectedOnDisk = [...state.baseline.keys()].filter((path) => !state.missingSince.has(path));
-    const verdict = assessFolder(snapshot, new Set(expectedOnDisk));
+    const verdict = assessFolder(snapshot, new Set(expectedOnDisk), new Set(expectedOnDisk.map((path) => state.baseline.get(path)!)));
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;
@@ -291,6 +299,7 @@ export class StoreSync {
       // The host clock, as file mtimes are: `now` may be a test's clock.
       settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
       baseline: state.baseline,
+      baselineIds: state.baselineIds,
       localFiles: snapshot.files,
       localBlocked: snapshot.blocked,
       remote,
@@ -331,7 +340,7 @@ export class StoreSync {
       },
       plan.transfers,
     );
-    for (const outcome of outcomes) for (const change of outcome.learned) this.#remote.learn(change);
+    for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
     return outcomes;
   }
 
@@ -339,6 +348,9 @@ export class StoreSync {
   private settle(plan: Plan, outcomes: readonly Outcome[]): PassReport {
     const settled = settle(this.state, plan, outcomes);
     Object.assign(this.state, settled.state);
+    // What the store holds now (the listing, plus this pass's own writes and fetches) names the
+    // memory behind each baseline path, for the next pass's rename detection.
+    this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
     const { logger, events } = this.deps;
     for (const notice of settled.notices) {
       logger[notice.level](notice.message, notice.fields);
@@ -431,6 +443,7 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
     pushed: [],
     deletedLocal: [],
     deletedRemote: [],
+    renamed: [],
     conflicts: [],
     refused: [],
     pendingDeletions: [],

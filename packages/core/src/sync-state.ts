@@ -8,6 +8,11 @@ import type { ScanCache } from './scan.js';
 export interface SyncState {
   /** path -> sha both sides held after the last successful transfer (or download). */
   baseline: Map<string, string>;
+  /**
+   * path -> id of the memory each baseline entry was agreed with (renames.ts). Refreshed after
+   * each pass from what the store is known to hold; entries outside the baseline are dropped.
+   */
+  baselineIds: Map<string, string>;
   /** path -> clock (ms) when a file went missing while its memory was unchanged. */
   missingSince: Map<string, number>;
   /** path -> sha of local content the store refused or that can never be pushed. */
@@ -25,6 +30,7 @@ export interface SyncState {
 export function emptySyncState(): SyncState {
   return {
     baseline: new Map(),
+    baselineIds: new Map(),
     missingSince: new Map(),
     refused: new Map(),
     unknownWrites: new Map(),

@@ -96,6 +96,8 @@ export function unpushedChanges(
     if (path !== undefined && !named.has(path)) named.set(path, { path, code, reason });
   };
   for (const e of flush.errors) if (e.operation === 'push') name(e.path, 'push_failed', `push failed (${e.kind}): ${e.message}`);
+  // The content is in the store, at the old path: the agent's rename is what would be lost.
+  for (const e of flush.errors) if (e.operation === 'rename_remote') name(e.path, 'push_failed', `rename failed (${e.kind}): ${e.message}`);
   for (const path of flush.cutOff) name(path, 'time_bound', 'cut off by the time bound before it was sent');
   for (const r of flush.refused) name(r.path, r.code, `refused: ${r.reason}`);
   for (const path of flush.conflicts) name(path, 'conflict', 'conflict: the memory changed in the store too, and the store keeps its version');

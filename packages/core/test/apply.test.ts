@@ -55,6 +55,48 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
   };
   const apply = async (transfers: Transfer[]): Promise<Outcome[]> => applyPlan(io, transfers);
 
+  it('rename_local moves the file without fetching, then runs its follow-up at the new path; a changed file is not moved', async () => {
+    const [memory] = client.seed(STORE, { '/b/a.md': 'alpha' });
+    await folder.write('/a.md', new TextEncoder().encode('alpha, edited'));
+    const before = client.requests.length;
+    const rename: Transfer = {
+      type: 'rename_local',
+      path: '/b/a.md',
+      from: '/a.md',
+      memoryId: memory!.id,
+      expectLocal: sha('alpha, edited'),
+      baseSha: sha('alpha'),
+      then: { type: 'update', path: '/b/a.md', localSha: sha('alpha, edited'), memoryId: memory!.id, expectedRemoteSha: sha('alpha') },
+    };
+    const [outcome] = await apply([rename]);
+    expect(outcome!.result).toEqual({ kind: 'done', sha: sha('alpha') });
+    expect(outcome!.then?.result).toEqual({ kind: 'done', sha: sha('alpha, edited') });
+    expect(client.requests.slice(before).map((r) => r.op)).toEqual(['update']);
+    expect(await read('/b/a.md')).toBe('alpha, edited');
+    expect(await read('/a.md')).toBeNull();
+    expect(client.snapshot(STORE)).toEqual({ '/b/a.md': 'alpha, edited' });
+    // Planned for other content: left where it is, the follow-up never runs.
+    await folder.write('/c.md', new TextEncoder().encode('changed'));
+    const [stale] = await apply([{ type: 'rename_local', path: '/d.md', from: '/c.md', memoryId: memory!.id, expectLocal: sha('as planned'), baseSha: sha('as planned') }]);
+    expect(stale!.result).toMatchObject({ kind: 'skipped', code: 'changed_during_sync' });
+    expect(await read('/c.md')).toBe('changed');
+  });
+
+  it('rename_remote updates the path guarded by the sha; a file back at the old path, or a changed memory, stops it', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    await folder.write('/b.md', new TextEncoder().encode('alpha'));
+    await folder.write('/a.md', new TextEncoder().encode('alpha'));
+    const rename: Transfer = { type: 'rename_remote', path: '/b.md', from: '/a.md', memoryId: memory!.id, sha: sha('alpha') };
+    expect((await apply([rename]))[0]!.result).toMatchObject({ kind: 'skipped', code: 'reappeared' });
+    await folder.unlink('/a.md');
+    client.writeMemory(STORE, '/a.md', 'alpha, edited remotely');
+    expect((await apply([rename]))[0]!.result).toMatchObject({ kind: 'failed', error: 'precondition_failed' });
+    client.writeMemory(STORE, '/a.md', 'alpha');
+    const [done] = await apply([rename]);
+    expect(done!.result).toEqual({ kind: 'done', sha: sha('alpha') });
+    expect(client.memories(STORE).map((m) => [m.id, m.path])).toEqual([[memory!.id, '/b.md']]);
+  });
+
   it('returns one outcome per transfer, in the order given', async () => {
     const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
     const transfers: Transfer[] = [

@@ -33,6 +33,16 @@ describe('assessFolder (pure)', () => {
     it('marker intact and only some memory files gone', () => {
       expect(assessFolder(snapshot({ files: files('/b.md') }), baseline(5))).toEqual({ kind: 'trusted' });
     });
+
+    it('every memory file gone from its path but one of them elsewhere (a folder moved whole): not a wipe', () => {
+      const moved = new Map<string, LocalFile>([['/archive/a.md', { sha: 'sha-a', size: 1, mtimeMs: 0 }]]);
+      expect(assessFolder(snapshot({ files: moved }), baseline(3), new Set(['sha-a', 'sha-b', 'sha-c']))).toEqual({ kind: 'trusted' });
+      // Without that content (or with only an empty file, which matches any empty memory) it is a wipe.
+      expect(assessFolder(snapshot({ files: moved }), baseline(3), new Set(['sha-b']))).toMatchObject({ kind: 'redownload' });
+      const empty = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+      const emptyFile = new Map<string, LocalFile>([['/new.md', { sha: empty, size: 0, mtimeMs: 0 }]]);
+      expect(assessFolder(snapshot({ files: emptyFile }), baseline(3), new Set([empty]))).toMatchObject({ kind: 'redownload' });
+    });
   });
 
   describe('distrusted: left exactly as found', () => {

@@ -152,6 +152,23 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(await h.exists(dir)).toBe(false);
     });
 
+    it("follows renames with the record's memory ids: an edit of a memory renamed in the store goes to it, a local rename renames it", async () => {
+      await mount();
+      const ids = new Map(h.client.memories(STORE).map((m) => [m.path, m.id]));
+      expect((await readRecord())!.memory_ids['/a.md']).toBe(ids.get('/a.md'));
+      h.client.renameMemory(STORE, '/a.md', '/moved/a.md');
+      await h.write(`${dir}/a.md`, 'alpha edited');
+      await h.fs.rename(`${dir}/b.md`, `${dir}/b2.md`);
+      // crash: no finalize
+      const report = await recover();
+      const after = new Map(h.client.memories(STORE).map((m) => [m.path, m.id]));
+      expect(after.get('/moved/a.md')).toBe(ids.get('/a.md'));
+      expect(after.get('/b2.md')).toBe(ids.get('/b.md'));
+      expect(after.has('/a.md') || after.has('/b.md')).toBe(false);
+      expect(h.client.snapshot(STORE)['/moved/a.md']).toBe('alpha edited');
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], unpushed: [] });
+    });
+
     it('no false conflict: a file unchanged since the recorded baseline lets a later remote edit stand, and nothing is pulled', async () => {
       await mount();
       h.client.writeMemory(STORE, '/b.md', 'remote edit');

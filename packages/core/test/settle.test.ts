@@ -275,3 +275,74 @@ describe('settle: the plan as a whole', () => {
     expect(notices).toEqual([]);
   });
 });
+
+describe('settle: renames (docs/reconcile.md, "Renames")', () => {
+  const A = '/a.md';
+  const Bp = '/b.md';
+  const renameLocal = (then?: Extract<Transfer, { type: 'rename_local' }>['then']): Transfer => ({
+    type: 'rename_local',
+    path: Bp,
+    from: A,
+    memoryId: ID,
+    expectLocal: then?.type === 'update' ? 'L' : 'B',
+    baseSha: 'B',
+    ...(then && { then }),
+  });
+  const renameRemote: Transfer = { type: 'rename_remote', path: Bp, from: A, memoryId: ID, sha: 'B' };
+  const at = (over: Partial<SettledState> = {}) => state({ baseline: new Map([[A, 'B']]), ...over });
+
+  it('rename_local done: the baseline moves with the file, the rename is reported', () => {
+    const { state: after, report } = one(renameLocal(), done('B'), at({ refused: new Map([[A, 'X']]) }));
+    expect(Object.fromEntries(after.baseline)).toEqual({ [Bp]: 'B' });
+    expect(after.refused.size).toBe(0);
+    expect(report.renamed).toEqual([{ from: A, to: Bp, side: 'local' }]);
+    expect(report.pulled).toEqual([]);
+  });
+
+  it('rename_local done, then its update at the new path: both settle, in that order', () => {
+    const then = { type: 'update' as const, path: Bp, localSha: 'L', memoryId: ID, expectedRemoteSha: 'B' };
+    const action = renameLocal(then);
+    const outcome: Outcome = { action, result: done('B'), learned: [], then: { action: then, result: done('L'), learned: [] } };
+    const { state: after, report } = settle(at(), plan([action]), [outcome]);
+    expect(Object.fromEntries(after.baseline)).toEqual({ [Bp]: 'L' });
+    expect(report).toMatchObject({ renamed: [{ from: A, to: Bp, side: 'local' }], pushed: [Bp] });
+    // The follow-up failed: the move stands, the edit is left for the next pass, reported.
+    const failedThen: Outcome = { action, result: done('B'), learned: [], then: { action: then, result: failed('precondition_failed'), learned: [] } };
+    const second = settle(at(), plan([action]), [failedThen]);
+    expect(Object.fromEntries(second.state.baseline)).toEqual({ [Bp]: 'B' });
+    expect(second.report.errors).toMatchObject([{ path: Bp, operation: 'push', kind: 'precondition_failed' }]);
+  });
+
+  it('rename_local done, then a baseline-only or report-only follow-up: settled without an outcome of its own', () => {
+    const adopted = settle(at(), plan([renameLocal({ type: 'adopt', path: Bp, sha: 'S' })]), [{ action: renameLocal({ type: 'adopt', path: Bp, sha: 'S' }), result: done('B'), learned: [] }]);
+    expect(Object.fromEntries(adopted.state.baseline)).toEqual({ [Bp]: 'S' });
+    const kept = renameLocal({ type: 'keep_local', path: Bp, localSha: 'L', warn: false });
+    expect(settle(at(), plan([kept]), [{ action: kept, result: done('B'), learned: [] }]).report.refused).toMatchObject([{ path: Bp, code: 'read_only' }]);
+  });
+
+  it('rename_local skipped or failed: nothing moves, the follow-up is not settled', () => {
+    const then = { type: 'adopt' as const, path: Bp, sha: 'S' };
+    for (const result of [{ kind: 'skipped', code: 'taken', detail: 'not moved' } as Result, failed('filesystem')]) {
+      const { state: after, report } = one(renameLocal(then), result, at());
+      expect(Object.fromEntries(after.baseline)).toEqual({ [A]: 'B' });
+      expect(report.renamed).toEqual([]);
+    }
+  });
+
+  it('rename_remote done: the baseline moves, the old path is no deletion candidate, the rename is reported', () => {
+    const { state: after, report } = one(renameRemote, done('B'), at({ missingSince: new Map([[A, 1]]), unknownWrites: new Map([[Bp, 'B']]) }));
+    expect(Object.fromEntries(after.baseline)).toEqual({ [Bp]: 'B' });
+    expect(after.unknownWrites.size).toBe(0);
+    expect(report.renamed).toEqual([{ from: A, to: Bp, side: 'remote' }]);
+  });
+
+  it('rename_remote failed: the baseline stays (the next pass falls back to the rows); unavailable records the rename as a write of unknown outcome', () => {
+    for (const kind of ['precondition_failed', 'not_found', 'path_conflict'] as const) {
+      const { state: after, report } = one(renameRemote, failed(kind), at());
+      expect(Object.fromEntries(after.baseline)).toEqual({ [A]: 'B' });
+      expect(after.unknownWrites.size).toBe(0);
+      expect(report.errors).toMatchObject([{ path: Bp, operation: 'rename_remote', kind }]);
+    }
+    expect(Object.fromEntries(one(renameRemote, failed('unavailable'), at()).state.unknownWrites)).toEqual({ [Bp]: 'B' });
+  });
+});

@@ -306,6 +306,89 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
     });
   });
 
+  describe('move', () => {
+    const identity = async (path: string) => {
+      const stat = await host.fs.lstat(path);
+      return { dev: stat!.dev, ino: stat!.ino };
+    };
+
+    it('renames the file itself into a new folder (made 0700): same inode, nothing copied', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const before = await identity(`${store}/a.md`);
+      await folder.move('/a.md', '/x/y/b.md', before);
+      expect(host.exists(`${store}/a.md`)).toBe(false);
+      expect(host.read(`${store}/x/y/b.md`)).toBe('alpha');
+      expect(await identity(`${store}/x/y/b.md`)).toEqual(before);
+      if (kind !== 'memfs') expect(nodeFs.lstatSync(`${store}/x`).mode & 0o777).toBe(0o700);
+    });
+
+    it('never replaces what is at the target (a file, a link, a folder of files); an empty folder goes', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const a = await identity(`${store}/a.md`);
+      host.write(`${store}/taken.md`, 'taken');
+      host.symlink(`${outside}/a.md`, `${store}/link.md`);
+      host.mkdir(`${store}/full`);
+      host.write(`${store}/full/keep.md`, 'keep');
+      for (const target of ['/taken.md', '/link.md', '/full']) {
+        await expect(folder.move('/a.md', target, a)).rejects.toMatchObject({ code: 'taken' });
+      }
+      expect(host.read(`${store}/a.md`)).toBe('alpha');
+      expect(host.read(`${store}/taken.md`)).toBe('taken');
+      expect(host.read(`${store}/full/keep.md`)).toBe('keep');
+      host.mkdir(`${store}/empty`);
+      await folder.move('/a.md', '/empty', a);
+      expect(host.read(`${store}/empty`)).toBe('alpha');
+      outsideUntouched();
+    });
+
+    it('never moves a link, a folder or a file other than the one planned for', async () => {
+      host.symlink(`${outside}/secret.txt`, `${store}/link.md`);
+      const link = await identity(`${store}/link.md`);
+      await expect(folder.move('/link.md', '/b.md', link)).rejects.toMatchObject({ code: 'is_symlink' });
+      host.mkdir(`${store}/d`);
+      await expect(folder.move('/d', '/b.md', await identity(`${store}/d`))).rejects.toMatchObject({ code: 'is_folder' });
+      host.write(`${store}/a.md`, 'alpha');
+      const planned = await identity(`${store}/a.md`);
+      nodeOrMemfsReplace(host, `${store}/a.md`, 'swapped in');
+      await expect(folder.move('/a.md', '/b.md', planned)).rejects.toMatchObject({ code: 'swapped' });
+      await expect(folder.move('/gone.md', '/b.md', planned)).rejects.toMatchObject({ code: 'swapped' });
+      expect(host.exists(`${store}/b.md`)).toBe(false);
+      expect(host.read(`${store}/a.md`)).toBe('swapped in');
+      outsideUntouched();
+    });
+
+    it('a folder on the way to the target that is a link is refused, not followed', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      host.symlink(outside, `${store}/d`);
+      await expect(folder.move('/a.md', '/d/b.md', await identity(`${store}/a.md`))).rejects.toMatchObject({ code: 'is_symlink' });
+      expect(host.read(`${store}/a.md`)).toBe('alpha');
+      outsideUntouched();
+    });
+
+    it('the source folder swapped for a link to outside right before the rename: nothing moves in from outside', async () => {
+      host.mkdir(`${store}/d`);
+      host.write(`${store}/d/a.md`, 'alpha');
+      const planned = await identity(`${store}/d/a.md`);
+      const hooked = new SwapBefore(host.fs, 'rename', '/a.md', () => {
+        host.rename(`${store}/d`, `${store}/moved`);
+        host.symlink(outside, `${store}/d`);
+      });
+      const swapped = await StoreFolder.open(hooked, store);
+      try {
+        const moving = swapped.move('/d/a.md', '/b.md', planned);
+        // Pinned: the held folder is moved from, wherever it went. Unpinned: the swap is seen and undone.
+        if (kind === 'node-pinned') await moving;
+        else await expect(moving).rejects.toMatchObject({ code: 'swapped' });
+      } finally {
+        await swapped.close();
+      }
+      if (kind === 'node-pinned') expect(host.read(`${store}/b.md`)).toBe('alpha');
+      // memfs's rename does not resolve a link in the middle of its destination (ENOTDIR), so the
+      // put-back through the swapped name cannot reach outside there; the real disk shows it does.
+      if (kind !== 'memfs') outsideUntouched();
+    });
+  });
+
   describe('a folder swapped between two steps', () => {
     it('pinned handles act on the opened folder wherever it went; unpinned ones refuse', async () => {
       host.mkdir(`${store}/d`);
@@ -327,6 +410,12 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
   });
 });
 
+/** Replaces the file at `path` with a new one (a new inode), as an agent's editor may. */
+function nodeOrMemfsReplace(host: Host, path: string, content: string): void {
+  host.write(`${path}.new`, content);
+  host.rename(`${path}.new`, path);
+}
+
 /**
  * Delegates to `inner` (keeping its handles pinned or not) and runs `swap` once, right before
  * the first `op` whose path ends with `suffix`: the agent acting between the engine's steps.
@@ -335,7 +424,7 @@ class SwapBefore implements FileSystem {
   #armed = true;
   constructor(
     private readonly inner: FileSystem,
-    private readonly op: 'openFile' | 'writeFile' | 'rm',
+    private readonly op: 'openFile' | 'writeFile' | 'rm' | 'rename',
     private readonly suffix: string,
     private readonly swap: () => void,
   ) {}
@@ -351,7 +440,7 @@ class SwapBefore implements FileSystem {
   writeFile = (p: string, d: Uint8Array, o?: { mode?: number }) => (this.#maybe('writeFile', p), this.inner.writeFile(p, d, o));
   mkdir = (p: string, o?: { mode?: number; recursive?: boolean }) => this.inner.mkdir(p, o);
   rm = (p: string, o?: { recursive?: boolean }) => (this.#maybe('rm', p), this.inner.rm(p, o));
-  rename = (a: string, b: string) => this.inner.rename(a, b);
+  rename = (a: string, b: string) => (this.#maybe('rename', a), this.inner.rename(a, b));
   openDir = (p: string): Promise<DirHandle> => this.inner.openDir(p);
   openFile = (p: string): Promise<OpenFile> => (this.#maybe('openFile', p), this.inner.openFile(p));
 }

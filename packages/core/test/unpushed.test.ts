@@ -61,6 +61,7 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     pushed: [],
     deletedLocal: [],
     deletedRemote: [],
+    renamed: [],
     conflicts: [],
     refused: [],
     pendingDeletions: [],
@@ -87,6 +88,11 @@ describe('unpushedChanges', () => {
         { path: '/n.md', code, reason: `new local file; not pushed: ${flush.reason}` },
       ]);
     }
+  });
+
+  it("a flush whose rename of a memory failed: the agent's rename is named (the content is in the store at the old path)", () => {
+    const flush = flushReport({ errors: [{ path: '/b2.md', operation: 'rename_remote', kind: 'path_conflict', message: 'taken' }] });
+    expect(unpushedChanges(flush, baseline, scan)).toEqual([{ path: '/b2.md', code: 'push_failed', reason: 'rename failed (path_conflict): taken' }]);
   });
 
   it('a flush that planned: what its report says was not sent, and why', () => {

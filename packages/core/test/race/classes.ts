@@ -125,6 +125,7 @@ const WRITE_CANARY: CanaryTemplate = { 'secret.txt': 'host secret\n', 'notes/sec
  * 3. re-download: the agent deletes everything but the marker and plants deep-link -> host; the
  *    forced reconcile re-downloads, and the racer exchanges /deep with deep-link the instant the
  *    engine's mkdir creates it (IN_CREATE), so the rest of /deep/... goes through the link.
+ * 4. remote renames (see moveThroughSubfolder).
  */
 export function writeOutside(bin: string, attempts: number, ms: number): Promise<ClassResult> {
   return runVariants(attempts, ms, {
@@ -133,7 +134,47 @@ export function writeOutside(bin: string, attempts: number, ms: number): Promise
     'store folder, loop': (b) => writeUnderStoreFolder(bin, b, 'loop'),
     'store folder, on opendir': (b) => writeUnderStoreFolder(bin, b, 'on opendir'),
     're-download': (b) => writeOnRedownload(bin, b),
+    'remote renames, loop': (b) => moveThroughSubfolder(bin, b),
   });
+}
+
+/**
+ * 4. remote renames: another writer moves every memory of /sub to /mv and back, one direction
+ *    per attempt, so the engine follows with moves on disk (`StoreFolder.move`) out of /sub or
+ *    into it, while the agent exchanges /sub with sub-link -> host in a loop. The memories are
+ *    named like the canary files (secret.txt, notes/secret.md): a move made through the link
+ *    would carry a host file into the folder, or a memory's file out to the host.
+ */
+async function moveThroughSubfolder(bin: string, budget: Budget): Promise<VariantRun> {
+  const arena = await Arena.create(WRITE_CANARY);
+  const names = ['/secret.txt', '/notes/secret.md', ...range(4).map((k) => `/n${k}.md`)];
+  const at = (folder: string) => Object.fromEntries(names.map((n) => [`/${folder}${n}`, `moved ${n}\n`]));
+  arena.client.seed(STORE, at('sub'));
+  // Either place is where the memories belong between attempts.
+  const seeded = { ...at('sub'), ...at('mv') };
+  const mounter = await arena.mount();
+  const sub = join(arena.storeDir, 'sub');
+  const link = join(arena.storeDir, 'sub-link');
+  symlinkSync(arena.host, link);
+  const racer = await Racer.start(bin, ['loop', sub, link]);
+  let moved = 0;
+  while (budget.more()) {
+    const [from, to] = arena.attempt % 2 === 0 ? ['/sub/', '/mv/'] : ['/mv/', '/sub/'];
+    const held = new Set(arena.client.memories(STORE).map((m) => m.path));
+    for (const path of [...held]) {
+      const target = to + path.slice(from.length);
+      if (path.startsWith(from) && !held.has(target)) arena.client.renameMemory(STORE, path, target);
+    }
+    const report = await raced(arena, budget, [racer], () => mounter.reconcile({ force: true }));
+    moved += report?.stores[0]?.renamed.length ?? 0;
+    putBack(bin, sub, link, isLink);
+    await settle(arena, mounter, () => tidy(arena, seeded, ['/sub-link']));
+  }
+  const counts = await stopAll([racer]);
+  await finalizeQuietly(mounter);
+  // So a run that never got a move past the racer is seen for what it is.
+  console.log(`remote renames: ${moved} files moved by the engine in ${budget.attempts} attempts`);
+  return { arena, budget, counts };
 }
 
 async function writeUnderSubfolder(bin: string, budget: Budget, mode: 'loop' | 'on mkdir'): Promise<VariantRun> {

@@ -220,6 +220,27 @@ export class RemoteRename extends WorldStep {
   }
 }
 
+/** Another writer renames a folder: every memory under `from` moves under `to`, keeping its id. */
+export class RemoteRenameDir extends WorldStep {
+  constructor(readonly store: StoreKey, readonly from: string, readonly to: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.remoteStep(this.toString(), this.store, (id) => {
+      if (this.from === this.to || this.to.startsWith(`${this.from}/`)) return;
+      const taken = c.fake.snapshot(id);
+      for (const path of Object.keys(taken)) {
+        if (!path.startsWith(`${this.from}/`)) continue;
+        const target = `${this.to}${path.slice(this.from.length)}`;
+        if (taken[target] === undefined) c.fake.renameMemory(id, path, target);
+      }
+    });
+  }
+  toString() {
+    return `remote.renameDir(${this.store}, ${this.from}, ${this.to})`;
+  }
+}
+
 export class RemoteDelete extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string) {
     super();
@@ -525,6 +546,7 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(2, fc.tuple(storeKey, file).map(([s, p]) => new RemoteCopyLocal(s, p))),
   weighted(1, fc.tuple(storeKey, fc.constantFrom(...HOSTILE_REMOTE_PATHS)).map(([s, p]) => new RemoteWriteHostile(s, p))),
   weighted(2, fc.tuple(storeKey, file, file).map(([s, a, b]) => new RemoteRename(s, a, b))),
+  weighted(2, fc.tuple(storeKey, dir, dir).map(([s, a, b]) => new RemoteRenameDir(s, a, b))),
   weighted(4, fc.tuple(storeKey, file).map(([s, p]) => new RemoteDelete(s, p))),
   weighted(6, fc.tuple(storeOp, faultKind, fc.integer({ min: 1, max: 2 })).map(([op, k, n]) => new FailNext(op, k, n))),
   weighted(3, writeOp.map((op) => new FailAfterApply(op))),

@@ -11,6 +11,9 @@ export const coverage = {
   remoteDeletesSent: 0,
   mostDeletesInOnePass: 0,
   conflictsReported: 0,
+  /** Renames that kept the memory: files moved after the store's rename, memories renamed after the agent's. */
+  renamesFollowedOnDisk: 0,
+  renamesSentToStore: 0,
   redownloads: 0,
   distrustedFolders: 0,
   faultsFired: 0,

@@ -28,13 +28,16 @@ export interface OutgoingRequest {
   content?: string;
   /** The precondition sent with an update or a delete. */
   expectedSha?: string;
-  /** What the memory held before the request (get/update/delete of an existing memory). */
-  previousContent?: string;
+  /** The path an update moves the memory to (a rename), when it gives one. */
+  newPath?: string;
   /**
-   * Every path the memory has had (its retained versions): an update by id meant for the path
-   * the engine last knew lands wherever the other writer has since renamed the memory.
+   * Every path the memory has had (its versions'), for an update or a delete: where its file may
+   * have been on disk, and where an update by id meant for the path the engine last knew goes
+   * when the other writer has since renamed the memory.
    */
   formerPaths?: string[];
+  /** What the memory held before the request (get/update/delete of an existing memory). */
+  previousContent?: string;
 }
 
 export interface RequestObserver {
@@ -181,7 +184,14 @@ export class ObservedStoreClient implements StoreClient {
     input: { content?: string; path?: string; expected_content_sha256?: string },
     opts: { signal?: AbortSignal } = {},
   ): Promise<StoreMemory> {
-    const request = this.resolve({ op: 'update', storeId, memoryId, content: input.content, expectedSha: input.expected_content_sha256 });
+    const request = this.resolve({
+      op: 'update',
+      storeId,
+      memoryId,
+      content: input.content,
+      expectedSha: input.expected_content_sha256,
+      ...(input.path !== undefined && { newPath: input.path }),
+    });
     return this.send(request, () => this.fake.update(storeId, memoryId, input, opts));
   }
 
@@ -202,10 +212,10 @@ export class ObservedStoreClient implements StoreClient {
     if (memory) {
       request.path = memory.path;
       request.previousContent = memory.content ?? undefined;
-      request.formerPaths = this.fake
-        .versions(request.storeId)
-        .filter((v) => v.memory_id === memory.id && v.path !== null)
-        .map((v) => v.path!);
+      if (request.op === 'update' || request.op === 'delete') {
+        const paths = this.fake.versions(request.storeId).flatMap((v) => (v.memory_id === memory.id && v.path !== null ? [v.path] : []));
+        request.formerPaths = [...new Set(paths)];
+      }
     }
     return request;
   }

@@ -106,6 +106,19 @@ describe('the oracle catches a planted defect', () => {
     );
   });
 
+  it('I9: a store client that renames a memory the agent never moved is caught', async () => {
+    const inventRenames = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      delete: (...args) => client.delete(...args),
+      update: (storeId, memoryId, input, opts) => client.update(storeId, memoryId, { path: '/invented.md', expected_content_sha256: input.expected_content_sha256 }, opts),
+    });
+    await expect(runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true)], { client: inventRenames })).rejects.toThrow(
+      /I9: rename of \/a\.md to \/invented\.md in memstore_rw: the folder never held the memory's content at the new path/,
+    );
+  });
+
   it('R2: a recovery whose creates are acknowledged but never applied removes the folder with the write', async () => {
     const swallowCreates = (client: StoreClient): StoreClient => ({
       list: (...args) => client.list(...args),

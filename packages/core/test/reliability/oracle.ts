@@ -25,7 +25,8 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     at that path, content only the engine itself ever sent there (its own earlier push taken
  *     for a remote edit would overwrite the agent's later write in the store's name);
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
- *  I4 the marker and temp files never uploaded; an upload holds only content the folder held;
+ *  I4 the marker and temp files never uploaded; an upload holds only content the folder held
+ *     at that memory's path (or at a path the memory had before the store renamed it);
  *  I5 read-only stores never receive create, update or delete;
  *  I6 a folder is distrusted only after its marker was damaged, and a distrusted folder is left
  *     exactly as found (finalize removes it only when it is empty); a re-download happens only when the folder is gone, emptied, or wiped
@@ -34,6 +35,9 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     being reported (refused, skipped, pending deletion); a read-only folder differs only by
  *     the agent's own edits (reported refused) and deletions;
  *  I8 an unforced reconcile runs exactly when memory_sync_interval has passed;
+ *  I9 a memory is renamed (an update of its path) only with a precondition, never onto the
+ *     marker or a temp file's name, and only to a path where the folder held the content the
+ *     memory holds: the store follows the agent's rename, it never invents one;
  *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
  *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
  *     store does;
@@ -100,6 +104,11 @@ export class StoreModel {
   readonly remoteAuthored = new Map<string, Set<string>>();
   /** path -> every sha the engine sent to that path (create or update). */
   readonly enginePushed = new Map<string, Set<string>>();
+  /**
+   * path of an agent write -> the path of the memory the engine sent it to when that memory had
+   * been renamed in the store (the edit follows the memory): the write is saved once it is there.
+   */
+  readonly sentToRenamed = new Map<string, string>();
   /** Paths the agent deleted in a read-only folder (the engine leaves them gone). */
   readonly agentDeleted = new Set<string>();
   /** Paths whose file matched the store right after the last pass that ran the table. */
@@ -241,6 +250,7 @@ export class Oracle {
     if (path === `/${MARKER_FILE}` || isTempFileName(segments.at(-1) ?? '')) {
       this.violate(`I4: ${request.op} of ${path}: the marker or a temp file was uploaded`);
     }
+    if (request.newPath !== undefined) this.checkRename(store, request, request.newPath);
     if (request.content === undefined) return;
     if (request.path !== undefined) addTo(store.enginePushed, request.path, sha256(request.content));
     if (request.content.includes(this.settings.canaryText)) this.violate(`I3: ${request.op} of ${path} carries the canary text`);
@@ -250,10 +260,42 @@ export class Oracle {
     // By id, an update lands where the memory is now; the engine meant the path it last knew,
     // which the other writer may have renamed since (no API precondition pins the path).
     const sha = sha256(request.content);
-    const meant = request.op === 'update' ? [path, ...(request.formerPaths ?? [])] : [path];
-    if (!meant.some((p) => store.seen.get(p)?.has(sha))) {
+    // The folder holding it there right now counts too: the engine itself may have moved the
+    // file there during this pass (following a rename in the store) before pushing its edit.
+    // So does a path the memory had before the store renamed it: a flush moves nothing on disk,
+    // and sends the edit made at the old path to the memory where it now is.
+    const heldAtFormerPath = (request.formerPaths ?? []).some((p) => store.seen.get(p)?.has(sha));
+    for (const former of request.formerPaths ?? []) {
+      if (former !== path && store.pending.get(former)?.sha === sha) store.sentToRenamed.set(former, path);
+    }
+    if (!store.seen.get(path)?.has(sha) && !heldAtFormerPath && !this.holdsNow(store, path, sha)) {
       this.violate(`I4: ${request.op} of ${path} uploads content the folder never held at that path`);
     }
+  }
+
+  /**
+   * I9: a memory is renamed only to follow the agent's own rename: with a precondition, to a
+   * path that is no marker or temp file, where the folder held exactly the content the memory
+   * holds (so the memory keeps its content and only its path follows the file).
+   */
+  private checkRename(store: StoreModel, request: OutgoingRequest, to: string): void {
+    const where = `I9: rename of ${request.path ?? request.memoryId} to ${to} in ${store.spec.id}`;
+    if (to === `/${MARKER_FILE}` || isTempFileName(to.split('/').at(-1) ?? '')) this.violate(`${where}: the marker or a temp file's name`);
+    if (request.content !== undefined) this.violate(`${where} carries content too`);
+    if (request.expectedSha === undefined) return this.violate(`${where} without expected_content_sha256`);
+    if (!store.seen.get(to)?.has(request.expectedSha)) this.violate(`${where}: the folder never held the memory's content at the new path`);
+  }
+
+  /** The folder holds `sha` at `path` at this moment (read now, not through a link on the way). */
+  private holdsNow(store: StoreModel, path: string, sha: string): boolean {
+    const folders = path.split('/').slice(1, -1);
+    const root = store.spec.root;
+    if (folders.some((_, i) => this.view.kindOf(posix.join(root, ...folders.slice(0, i + 1))) !== 'directory')) return false;
+    if (this.view.kindOf(posix.join(root, path)) !== 'file') return false;
+    const bytes = this.view.readFile(posix.join(root, path));
+    if (bytes === null || sha256(bytes) !== sha) return false;
+    store.see(path, sha);
+    return true;
   }
 
   private checkDelete(store: StoreModel, request: OutgoingRequest): void {
@@ -264,24 +306,31 @@ export class Oracle {
     if (this.settings.deletionMode !== 'enabled') this.violate(`${where} with memory_sync_deletions=${this.settings.deletionMode}`);
     if (this.#phase === 'finalize_aborted') this.violate(`${where} during finalize('aborted') (push-only)`);
     if (request.expectedSha === undefined) this.violate(`${where} without expected_content_sha256`);
-    const host = posix.join(spec.root, path);
-    const there = this.view.kindOf(host);
-    if (there !== null) this.violate(`${where} while a ${there} is at ${host}`);
-    if (!markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id)) this.violate(`${where} with the marker not intact`);
-    const since = store.missingSince.get(path);
-    const graceMs = this.#phase === 'finalize_completed' ? 0 : this.settings.graceMs;
-    if (since === undefined) this.violate(`${where}: the file never went missing since the last scan that saw it`);
-    else if (this.view.now() - since < graceMs) {
-      this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
-    }
     let sent = this.#deletesThisPass.get(spec.id);
     if (!sent) this.#deletesThisPass.set(spec.id, (sent = new Set()));
+    // A retry of a delete this pass already sent (its first attempt answered `unavailable`) is
+    // the same send: the re-check that counts is the one before the first attempt, which may
+    // have been applied already. The agent may act while it is in flight.
+    const retry = sent.has(request.memoryId ?? path);
+    const host = posix.join(spec.root, path);
+    const there = this.view.kindOf(host);
+    if (there !== null && !retry) this.violate(`${where} while a ${there} is at ${host}`);
+    if (!retry && !markerIntact(this.view.readFile(posix.join(spec.root, MARKER_FILE)), spec.id)) this.violate(`${where} with the marker not intact`);
+    const since = store.missingSince.get(path);
+    const graceMs = this.#phase === 'finalize_completed' ? 0 : this.settings.graceMs;
+    if (since === undefined && !retry) this.violate(`${where}: the file never went missing since the last scan that saw it`);
+    else if (since !== undefined && this.view.now() - since < graceMs) {
+      this.violate(`${where} after ${this.view.now() - since} ms missing; the grace period is ${graceMs} ms`);
+    }
     sent.add(request.memoryId ?? path);
     const count = sent.size;
     const cap = deleteCapAtMost(store.seen.size);
     if (count > cap) this.violate(`${where}: delete number ${count} in one pass; the cap is at most ${cap}`);
     const applies = request.previousContent !== undefined && request.expectedSha === sha256(request.previousContent);
-    if (applies && !store.seen.get(path)?.has(request.expectedSha!)) {
+    // The content may have been held at a path the memory had before the store renamed it (the
+    // engine then moved the file, and the agent may have edited it before deleting it).
+    const heldBefore = (request.formerPaths ?? []).some((p) => store.seen.get(p)?.has(request.expectedSha!));
+    if (applies && !store.seen.get(path)?.has(request.expectedSha!) && !heldBefore) {
       this.violate(`${where} removes content the folder never held at that path`);
     }
   }
@@ -409,6 +458,15 @@ export class Oracle {
     const deletes = this.#deletesThisPass.get(spec.id)?.size ?? 0;
     if (memoryFiles(atScan.tree).size === 0 && store.syncedAtLastPass.size >= 2 && deletes > 0) {
       this.violate(`I1: ${deletes} remote deletes from a pass that found every memory file of ${spec.id} gone (a wipe, SPEC 4.4)`);
+    }
+    // The engine followed the store's rename on disk: a write not yet in the store moved with
+    // its file, and is judged at its new path from now on.
+    for (const { from, to, side } of r.renamed) {
+      const write = store.pending.get(from);
+      if (side !== 'local' || !write) continue;
+      store.pending.delete(from);
+      if (!store.pending.has(to)) store.pending.set(to, write);
+      store.see(to, write.sha);
     }
     // Store wins: a conflict reported by a pass that began after the write accounts for it.
     for (const path of r.conflicts) {
@@ -575,9 +633,13 @@ export class Oracle {
   private settleSaved(store: StoreModel): void {
     const remote = this.view.storeShas(store.spec.id);
     // Or at another path: every agent write is a fresh token, so its sha anywhere in the store is
-    // that write kept — there when the other writer renamed the memory it went to.
+    // that write kept — there when the other writer renamed the memory it went to, or when the
+    // engine sent it to the memory the store had renamed.
     const held = new Set(remote.values());
-    for (const [path, write] of store.pending) if (remote.get(path) === write.sha || held.has(write.sha)) store.pending.delete(path);
+    for (const [path, write] of store.pending) {
+      const renamedTo = store.sentToRenamed.get(path);
+      if (remote.get(path) === write.sha || held.has(write.sha) || (renamedTo !== undefined && remote.get(renamedTo) === write.sha)) store.pending.delete(path);
+    }
   }
 
   // --- Quiescence ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import {
   AgentRenameDir,
   AgentRenameFile,
   AgentWrite,
+  AdvanceClock,
   DamageMarker,
   FailAfterApply,
   FailNext,
@@ -22,6 +23,7 @@ import {
   RemoteCopyLocal,
   RemoteDelete,
   RemoteRename,
+  RemoteRenameDir,
   RemoteWrite,
   StallNext,
   WipeFolder,
@@ -66,6 +68,77 @@ const failsWith = (violation: RegExp, run: () => Promise<void>) => async () => {
 };
 
 describe('regressions: model errors the random runs exposed (the engine was right)', () => {
+  // seed 5150 (renames, issue 10 item 5): the engine moves a file edited while the store renamed
+  // and edited its memory; the store wins, and the conflict is named at the new path, where the
+  // agent's write now is. The model first looked for it at the old path.
+  it(
+    'a file edited while its memory was renamed and edited in the store: the conflict is named at the new path',
+    replay({ disk: 'memfs', seedRw: ['/d/c.md'] }, [
+      new RemoteRename('rw', '/d/c.md', '/a.md'),
+      new AgentEdit('rw', '/d/c.md'),
+      new RemoteWrite('rw', '/a.md'),
+      new Reconcile(true),
+    ]),
+  );
+
+  // seed 5150: the edit pushed to the renamed memory was uploaded from a path the model had not
+  // yet seen the file at (the engine moved it there during the pass).
+  it(
+    'a file edited while its memory was renamed: the edit goes to the renamed memory from its new path',
+    replay({ disk: 'memfs', seedRw: ['/d/c.md'] }, [new RemoteRename('rw', '/d/c.md', '/a.md'), new AgentEdit('rw', '/d/c.md'), new Reconcile(true)]),
+  );
+
+  // seed 20261201 run 859: recover (a push-only pass) sends the edit made at the old path to the
+  // memory the store renamed; the model looked for that content only at the memory's new path.
+  it(
+    "recover sends an edit made at a renamed memory's old path to the memory, by id",
+    replay({ disk: 'memfs', seedRw: ['/g/h.md'] }, [new RemoteRenameDir('rw', '/g', '/d'), new AgentWrite('rw', '/g/h.md'), new Crash(), new AdvanceClock(1)]),
+  );
+
+  // seed 20261201 run 3760: a delete answered `unavailable` is retried by the bounded client
+  // inside the pass; the agent wrote the file back while the first attempt was in flight. The
+  // retry is the same send (the first may have been applied already): the model judged it as a
+  // new one, against the disk after the agent's write.
+  it(
+    'a delete retried after `unavailable` is the same send: the agent writing the file meanwhile does not make it a new one',
+    replay(
+      { disk: 'memfs', finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new FailNext('delete', 'unavailable'),
+        new AgentWrite('rw', '/g/h.md'),
+        new Reconcile(true),
+        new AgentRemoveDir('rw', '/g'),
+        new Reconcile(true, { store: 'rw', op: 'delete', nth: 1, act: 'write', listPath: '/a.md' }),
+      ],
+    ),
+  );
+
+  // seed 20261201 run 4636 (after the merge of wip-settle): the engine moved an edited file after
+  // the store renamed its folder, the push of the edit failed, and the agent removed the folder:
+  // the delete removes the content the folder held at the memory's old path.
+  it(
+    'a delete of a memory the store renamed removes the content the folder held at its old path',
+    replay({ disk: 'memfs', seedRw: ['/d/e/f.md'], finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 }, [
+      new RemoteRenameDir('rw', '/d', '/g'),
+      new FailNext('update', 'unauthorized'),
+      new AgentEdit('rw', '/d/e/f.md'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+      new AgentRemoveDir('rw', '/g'),
+    ]),
+  );
+
+  // Renamed alike on both sides, with an edit: a local change of the one memory, pushed.
+  it(
+    'a memory renamed alike by the agent and the store, then edited: pushed, no conflict',
+    replay({ disk: 'memfs', seedRw: ['/a.md', '/b.md'] }, [
+      new AgentRenameFile('rw', '/a.md', '/g/h.md'),
+      new RemoteRename('rw', '/a.md', '/g/h.md'),
+      new AgentEdit('rw', '/g/h.md'),
+      new Reconcile(true),
+      new Finalize('completed'),
+    ]),
+  );
+
   // seed 20260502 (first generator): a wipe is "no baseline file left", not "no file at all".
   // seed 20261203 run 133 (feed cases): a feed read that lags still shows a memory the other
   // writer just deleted; the engine pushes the agent's edit as an update of it, which the store

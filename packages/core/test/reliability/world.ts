@@ -745,6 +745,7 @@ function countPass(report: SyncReport): void {
   for (const store of report.stores) {
     coverage.mostDeletesInOnePass = Math.max(coverage.mostDeletesInOnePass, store.deletedRemote.length);
     coverage.conflictsReported += store.conflicts.length;
+    for (const r of store.renamed) coverage[r.side === 'local' ? 'renamesFollowedOnDisk' : 'renamesSentToStore']++;
     if (store.status === 'redownloaded') coverage.redownloads++;
     if (store.status === 'skipped' && store.code === 'distrusted') coverage.distrustedFolders++;
   }

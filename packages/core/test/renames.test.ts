@@ -1,0 +1,266 @@
+import { describe, expect, it } from 'vitest';
+import { planActions, planStore, pushOnlyView, type Action, type Plan, type PlanInput } from '../src/plan.js';
+import { baselineIdsAfter } from '../src/renames.js';
+import type { LocalFile } from '../src/scan.js';
+
+/**
+ * The rename rows of docs/reconcile.md ("Renames"), one test each, in the style of plan.test.ts:
+ * each side is given path by path; shas are short names (B the baseline's content, L a local
+ * edit, R a remote edit). X is the memory the baseline holds at /a.md.
+ */
+const X = 'mem_x';
+
+interface World {
+  baseline?: Record<string, string>;
+  ids?: Record<string, string>;
+  local?: Record<string, string | LocalFile>;
+  remote?: Record<string, [id: string, sha: string]>;
+  blocked?: Record<string, string>;
+}
+
+function input(w: World, over: Partial<PlanInput> = {}): PlanInput {
+  return {
+    access: 'read_write',
+    deletionMode: 'enabled',
+    now: 100_000,
+    graceMs: 30_000,
+    baseline: new Map(Object.entries(w.baseline ?? {})),
+    baselineIds: new Map(Object.entries(w.ids ?? {})),
+    localFiles: new Map(Object.entries(w.local ?? {}).map(([p, f]) => [p, typeof f === 'string' ? { sha: f, size: 1, mtimeMs: 0 } : f])),
+    localBlocked: new Map(Object.entries(w.blocked ?? {}).map(([p, detail]) => [p, { code: 'is_symlink' as const, detail }])),
+    remote: new Map(Object.entries(w.remote ?? {}).map(([p, [id, sha]]) => [p, { id, sha }])),
+    missingSince: new Map(),
+    refused: new Map(),
+    settleAfter: null,
+    ...over,
+  };
+}
+/** A plan, with every action in one list (`actions`), as the table reads. */
+const withActions = (plan: Plan) => Object.assign(plan, { actions: planActions(plan) });
+const rw = (w: World, over: Partial<PlanInput> = {}) => withActions(planStore(input(w, over)));
+const ro = (w: World, over: Partial<PlanInput> = {}) => withActions(planStore(input(w, { access: 'read_only', ...over })));
+const flush = (w: World, over: Partial<PlanInput> = {}) => withActions(pushOnlyView(planStore(input(w, over))));
+const types = (actions: Action[]) => actions.map((a) => `${a.type} ${a.path}`).sort();
+
+/** The store renamed X from /a.md to /b.md; `l` is the file at /a.md, `r` the memory's sha at /b.md. */
+const remoteRenamed = (l: string, r: string): World => ({
+  baseline: { '/a.md': 'B' },
+  ids: { '/a.md': X },
+  local: { '/a.md': l },
+  remote: { '/b.md': [X, r] },
+});
+
+describe('remote rename: the file follows on disk, no transfer', () => {
+  it('remote_renamed: the file moves; nothing else', () => {
+    const expected: Action[] = [{ type: 'rename_local', path: '/b.md', from: '/a.md', memoryId: X, expectLocal: 'B', baseSha: 'B' }];
+    expect(rw(remoteRenamed('B', 'B')).actions).toEqual(expected);
+    expect(ro(remoteRenamed('B', 'B')).actions).toEqual(expected);
+  });
+
+  it('remote_renamed_local_edited: the file moves, then its edit goes to the same memory by id', () => {
+    expect(rw(remoteRenamed('L', 'B')).actions).toEqual([
+      {
+        type: 'rename_local',
+        path: '/b.md',
+        from: '/a.md',
+        memoryId: X,
+        expectLocal: 'L',
+        baseSha: 'B',
+        then: { type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
+      },
+    ]);
+    // Read-only: moved, the edit kept and never pushed.
+    expect(ro(remoteRenamed('L', 'B')).actions[0]).toMatchObject({ type: 'rename_local', then: { type: 'keep_local', path: '/b.md', localSha: 'L' } });
+  });
+
+  it('remote_renamed_local_edited, content the store cannot take: moved, then refused at the new path', () => {
+    const w = remoteRenamed('L', 'B');
+    w.local = { '/a.md': { sha: 'L', size: 1, mtimeMs: 0, unpushable: { code: 'not_utf8', detail: 'is not UTF-8 text' } } };
+    expect(rw(w).actions[0]).toMatchObject({ type: 'rename_local', then: { type: 'refuse', path: '/b.md', code: 'not_utf8', detail: 'is not UTF-8 text' } });
+    // Already refused at the old path: not warned again.
+    expect(rw(remoteRenamed('L', 'B'), { refused: new Map([['/a.md', 'L']]) }).actions[0]).toMatchObject({
+      then: { type: 'refuse', path: '/b.md', firstTime: false },
+    });
+  });
+
+  it('remote_renamed_remote_edited: moved, then the store edit pulled (the file still as moved)', () => {
+    expect(rw(remoteRenamed('B', 'R')).actions[0]).toMatchObject({
+      type: 'rename_local',
+      then: { type: 'pull', path: '/b.md', memoryId: X, remoteSha: 'R', expectLocal: 'B', reason: 'remote_changed' },
+    });
+  });
+
+  it('remote_renamed_both_edited: moved; same content adopted, different content the store wins', () => {
+    expect(rw(remoteRenamed('S', 'S')).actions[0]).toMatchObject({ then: { type: 'adopt', path: '/b.md', sha: 'S' } });
+    expect(rw(remoteRenamed('L', 'R')).actions[0]).toMatchObject({
+      then: { type: 'pull', path: '/b.md', remoteSha: 'R', expectLocal: 'L', reason: 'conflict' },
+    });
+  });
+
+  it('remote_renamed_alike: the file is already at the new name (the agent made the same move): the baseline follows', () => {
+    const w: World = { ...remoteRenamed('B', 'B'), local: { '/b.md': 'L' } };
+    expect(rw(w).actions).toEqual([
+      {
+        type: 'rename_local',
+        path: '/b.md',
+        from: '/a.md',
+        memoryId: X,
+        expectLocal: 'L',
+        baseSha: 'B',
+        alreadyMoved: true,
+        // An edit made with the move is a local change of the memory, not a conflict.
+        then: { type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
+      },
+    ]);
+    expect(flush(w).actions).toEqual([{ type: 'update', path: '/b.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' }]);
+  });
+
+  it('push-only flush: nothing moves; a local edit goes to the memory by id, a conflict is named', () => {
+    expect(flush(remoteRenamed('B', 'B')).actions).toEqual([]);
+    expect(flush(remoteRenamed('L', 'B')).actions).toEqual([
+      { type: 'update', path: '/a.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
+    ]);
+    expect(flush(remoteRenamed('L', 'R')).actions).toEqual([{ type: 'note_conflict', path: '/a.md' }]);
+  });
+
+  describe('falls back to the rows (delete + create) when in doubt', () => {
+    const rows = ['delete_local /a.md', 'pull /b.md'];
+    it('no id recorded for the baseline path', () => {
+      expect(types(rw({ ...remoteRenamed('B', 'B'), ids: {} }).actions)).toEqual(rows);
+    });
+    it('the new name is taken on disk (a file, or a folder of files)', () => {
+      expect(types(rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'B' } }).actions)).toEqual(['adopt /b.md', 'delete_local /a.md']);
+      const folder = { ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md/x.md': 'Y' } };
+      expect(rw(folder).actions.some((a) => a.type === 'rename_local')).toBe(false);
+    });
+    it('a folder on the way to the new name is a file on disk', () => {
+      const w: World = { baseline: { '/a.md': 'B' }, ids: { '/a.md': X }, local: { '/a.md': 'B', '/d': 'Y' }, remote: { '/d/b.md': [X, 'B'] } };
+      expect(rw(w).actions.some((a) => a.type === 'rename_local')).toBe(false);
+    });
+    it('another memory now holds the old path (a swap)', () => {
+      const w = { ...remoteRenamed('B', 'B'), remote: { '/b.md': [X, 'B'], '/a.md': ['mem_y', 'C'] } } as World;
+      expect(rw(w).actions.some((a) => a.type === 'rename_local')).toBe(false);
+    });
+    it('the new path had a baseline of its own', () => {
+      const w: World = { ...remoteRenamed('B', 'B'), baseline: { '/a.md': 'B', '/b.md': 'C' } };
+      expect(rw(w).actions.some((a) => a.type === 'rename_local')).toBe(false);
+    });
+    it('the file was deleted locally: the memory is restored at its new name', () => {
+      expect(types(rw({ ...remoteRenamed('B', 'B'), local: {} }).actions)).toEqual(['forget /a.md', 'pull /b.md']);
+    });
+    it('either path is behind a link or unreadable folder: hands off', () => {
+      const w: World = { baseline: { '/a.md': 'B' }, ids: { '/a.md': X }, local: { '/a.md': 'B' }, remote: { '/d/b.md': [X, 'B'] }, blocked: { '/d': 'is a symlink' } };
+      expect(types(rw(w).actions)).toEqual(['delete_local /a.md']);
+    });
+  });
+});
+
+/** The agent moved /a.md (memory X, content B) to /b.md. */
+const localRenamed = (): World => ({
+  baseline: { '/a.md': 'B' },
+  ids: { '/a.md': X },
+  local: { '/b.md': 'B' },
+  remote: { '/a.md': [X, 'B'] },
+});
+
+describe('local rename: the memory follows in the store, id and history kept', () => {
+  it('local_renamed: an update of the path, guarded by the content sha; not a deletion candidate', () => {
+    const plan = rw(localRenamed());
+    expect(plan.actions).toEqual([{ type: 'rename_remote', path: '/b.md', from: '/a.md', memoryId: X, sha: 'B' }]);
+    expect(plan.missingSince.size).toBe(0);
+    expect(plan.pendingDeletions).toEqual([]);
+    // The flush sends it too (it is a push of the path); every deletion mode allows it (nothing is deleted).
+    expect(flush(localRenamed()).actions).toEqual(plan.actions);
+    expect(rw(localRenamed(), { deletionMode: 'disabled' }).actions).toEqual(plan.actions);
+  });
+
+  it('works without a recorded id: the memory at the old path holding the baseline content is the one', () => {
+    expect(rw({ ...localRenamed(), ids: {} }).actions).toEqual([{ type: 'rename_remote', path: '/b.md', from: '/a.md', memoryId: X, sha: 'B' }]);
+  });
+
+  it('read-only: never renamed in the store (the rows: the file stays gone, the new one kept)', () => {
+    expect(types(ro(localRenamed()).actions)).toEqual(['keep_local /b.md']);
+  });
+
+  it('a folder moved as a whole: one rename per file', () => {
+    const names = ['1.md', '2.md', '3.md'];
+    const w: World = {
+      baseline: Object.fromEntries(names.map((n) => [`/notes/${n}`, `S${n}`])),
+      local: Object.fromEntries(names.map((n) => [`/archive/${n}`, `S${n}`])),
+      remote: Object.fromEntries(names.map((n, i) => [`/notes/${n}`, [`mem_${i}`, `S${n}`]])),
+    };
+    expect(rw(w).actions).toEqual(
+      names.map((n, i) => ({ type: 'rename_remote', path: `/archive/${n}`, from: `/notes/${n}`, memoryId: `mem_${i}`, sha: `S${n}` })),
+    );
+  });
+
+  it('the same content more than once: paired by file name where the name is unique on both sides', () => {
+    const w: World = {
+      baseline: { '/n/a.md': 'E', '/n/b.md': 'E' },
+      local: { '/x/a.md': 'E', '/x/b.md': 'E' },
+      remote: { '/n/a.md': ['mem_a', 'E'], '/n/b.md': ['mem_b', 'E'] },
+    };
+    expect(rw(w).actions).toEqual([
+      { type: 'rename_remote', path: '/x/a.md', from: '/n/a.md', memoryId: 'mem_a', sha: 'E' },
+      { type: 'rename_remote', path: '/x/b.md', from: '/n/b.md', memoryId: 'mem_b', sha: 'E' },
+    ]);
+  });
+
+  describe('falls back to the rows (delete candidate + create) when in doubt', () => {
+    const noRename = (w: World, over: Partial<PlanInput> = {}) => expect(rw(w, over).actions.some((a) => a.type === 'rename_remote')).toBe(false);
+    it('two candidates alike: two files of one content renamed to unrelated names', () => {
+      const w: World = {
+        baseline: { '/a.md': 'E', '/b.md': 'E' },
+        local: { '/c.md': 'E', '/d.md': 'E' },
+        remote: { '/a.md': ['mem_a', 'E'], '/b.md': ['mem_b', 'E'] },
+      };
+      const plan = rw(w);
+      expect(types(plan.actions)).toEqual(['create /c.md', 'create /d.md']);
+      expect(plan.pendingDeletions).toEqual(['/a.md', '/b.md']);
+    });
+    it('one vanished file, two new copies of it', () => {
+      noRename({ ...localRenamed(), local: { '/b.md': 'B', '/c.md': 'B' } });
+    });
+    it('the memory changed in the store meanwhile: restored, and the new file created', () => {
+      expect(types(rw({ ...localRenamed(), remote: { '/a.md': [X, 'R'] } }).actions)).toEqual(['create /b.md', 'pull /a.md']);
+    });
+    it('the store holds another memory at the old path than the baseline was agreed with', () => {
+      noRename({ ...localRenamed(), remote: { '/a.md': ['mem_other', 'B'] } });
+    });
+    it('the new name is taken in the store', () => {
+      noRename({ ...localRenamed(), remote: { '/a.md': [X, 'B'], '/b.md': ['mem_y', 'C'] } });
+    });
+    it('the new file cannot be pushed (path or content refused)', () => {
+      noRename({ ...localRenamed(), local: { '/b.md': { sha: 'B', size: 1, mtimeMs: 0, unpushable: { code: 'bad_path', detail: 'path contains a backslash' } } } });
+      noRename(localRenamed(), { refused: new Map([['/b.md', 'B']]) });
+    });
+    it('the old path is behind something the scan could not see', () => {
+      noRename({ ...localRenamed(), baseline: { '/d/a.md': 'B' }, remote: { '/d/a.md': [X, 'B'] }, blocked: { '/d': 'is a symlink' } });
+    });
+  });
+});
+
+describe('baselineIdsAfter: the memory behind each baseline path, for the next pass', () => {
+  it('takes the store’s id where it holds the baseline content, keeps the recorded one where it does not, drops paths gone from the baseline', () => {
+    const ids = baselineIdsAfter(
+      new Map([
+        ['/same.md', 'B'],
+        ['/edited.md', 'B'],
+        ['/new-id.md', 'B'],
+        ['/renamed-away.md', 'B'],
+      ]),
+      new Map([
+        ['/same.md', 'm1'],
+        ['/edited.md', 'm2'],
+        ['/renamed-away.md', 'm4'],
+        ['/dropped.md', 'm5'],
+      ]),
+      new Map([
+        ['/same.md', { id: 'm1', sha: 'B' }],
+        ['/edited.md', { id: 'm9', sha: 'R' }],
+        ['/new-id.md', { id: 'm3', sha: 'C' }],
+      ]),
+    );
+    expect(Object.fromEntries(ids)).toEqual({ '/same.md': 'm1', '/edited.md': 'm2', '/new-id.md': 'm3', '/renamed-away.md': 'm4' });
+  });
+});

@@ -13,7 +13,7 @@ import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
 import { CARRY_BUDGET_BYTES, scanStore, type LocalSnapshot } from './scan.js';
-import { settle, type PassReport } from './settle.js';
+import { emptyPassReport, settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
 import type { StoreFolder } from './store-folder.js';
 import { listStore } from './store-listing.js';
@@ -439,17 +439,7 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
     path: mount.path,
     access: mount.access,
     status: 'synced',
-    pulled: [],
-    pushed: [],
-    deletedLocal: [],
-    deletedRemote: [],
-    renamed: [],
-    conflicts: [],
-    refused: [],
-    pendingDeletions: [],
-    skippedPaths: [],
-    errors: [],
-    cutOff: [],
+    ...emptyPassReport(),
   };
 }
 

@@ -17,7 +17,7 @@ check(require.resolve('@memory-mounter/core').endsWith('index.cjs'), 'require() 
 check(core.mountPathSlug('Demo Memory') === 'demo-memory', 'core works through require()');
 check(typeof anthropic.AnthropicStoreClient === 'function' && typeof anthropic.withMemorySync === 'function', 'anthropic exports its classes');
 check(typeof testing.MemoryApiServer === 'function' && typeof testing.InMemoryStoreClient === 'function', 'testing exports its classes');
-check(require.resolve('@memory-mounter/core/engine').endsWith('engine.cjs') && engine.classify('a', 'b', 'a') === 'local_changed', 'the engine subpath works through require()');
+check(require.resolve('@memory-mounter/core/engine').endsWith('engine.cjs') && engine.classify('a', { sha: 'b' }, { sha: 'a' }).row === 'local_changed', 'the engine subpath works through require()');
 check(typeof testingAnthropic.ScriptedControlPlane === 'function', 'the testing/anthropic subpath works through require()');
 
 async function main(): Promise<void> {

@@ -73,15 +73,15 @@ try {
     check(local?.sha === sha256Hex('buy oat milk\n'), '@memory-mounter/core/engine: scanStore reads the folder');
     const [memory] = server.memories('memstore_notes');
     const base = sha256Hex('buy milk\n');
-    check(classify(base, local!.sha, memory!.content_sha256) === 'local_changed', '@memory-mounter/core/engine: classify');
+    check(classify(base, local, { sha: memory!.content_sha256 }).row === 'local_changed', '@memory-mounter/core/engine: classify');
     const plan = planStore({
-      access: 'read_write', deletionMode: 'enabled', now: Date.now(), graceMs: 0, pushOnly: false,
+      access: 'read_write', deletionMode: 'enabled', now: Date.now(), graceMs: 0,
       baseline: new Map([['/todo.md', base]]), localFiles: snapshot.files, localBlocked: snapshot.blocked,
       remote: new Map([['/todo.md', { id: memory!.id, sha: memory!.content_sha256 }]]),
       missingSince: new Map(), refused: new Map(), settleAfter: null,
     });
     // Read as JSON, not field by field: the plan's shape is the engine's, and may grow.
-    check(JSON.stringify(plan).includes('"type":"push"') && !JSON.stringify(plan).includes('"type":"pull"'), '@memory-mounter/core/engine: planStore plans the push');
+    check(JSON.stringify(plan).includes('"type":"update"') && !JSON.stringify(plan).includes('"type":"pull"'), '@memory-mounter/core/engine: planStore plans the update');
   } finally {
     await folder.close();
   }

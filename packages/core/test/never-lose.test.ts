@@ -81,6 +81,40 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     expect(Object.keys(h.client.snapshot(STORE)).sort()).toEqual(['/a.md', '/b.md', '/c.md']);
   });
 
+  it('B13: a file the agent writes at a memory\'s place while a removed folder is re-downloaded is pushed, not lost to the engine\'s own earlier push', async () => {
+    const m = await h.mountNotes({}, { '/a.md': 'alpha', '/b.md': 'beta' });
+    await h.write(`${h.notesDir}/a.md`, 'alpha, edited and pushed');
+    await m.reconcile({ force: true });
+    expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited and pushed');
+    // The agent removes the folder; the next pass re-creates it and re-downloads. While the
+    // download reads the store, the agent writes a.md again in the new folder.
+    await h.fs.rm(h.notesDir, { recursive: true, force: true });
+    let armed = true;
+    const during = async () => {
+      if (!armed) return;
+      armed = false;
+      await h.write(`${h.notesDir}/a.md`, 'written during the re-download');
+    };
+    for (const op of ['list', 'listFolder'] as const) {
+      const original = h.client[op].bind(h.client) as (...args: unknown[]) => AsyncIterable<unknown>;
+      Object.assign(h.client, {
+        [op]: (...args: unknown[]) =>
+          (async function* () {
+            await during();
+            yield* original(...args);
+          })(),
+      });
+    }
+    const report = await m.reconcile({ force: true });
+    expect(report!.stores[0]!.status).toBe('redownloaded');
+    expect(armed).toBe(false);
+    const next = await m.reconcile({ force: true });
+    expect(next!.stores[0]!.conflicts).toEqual([]);
+    expect(next!.stores[0]!.pushed).toEqual(['/a.md']);
+    expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'written during the re-download', '/b.md': 'beta' });
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('written during the re-download');
+  });
+
   it('9: a new file written less than a second ago is left for the next pass, and pushed at finalize', async () => {
     const m = await h.mountNotes({ newFileSettle: 1 });
     await h.write(`${h.notesDir}/fresh.md`, 'half of what the agent means to write');

@@ -88,7 +88,7 @@ describe.each(DISKS)('never lose, never strand, on %s', (disk) => {
     expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited and pushed');
     // The agent removes the folder; the next pass re-creates it and re-downloads. While the
     // download reads the store, the agent writes a.md again in the new folder.
-    await h.fs.rm(h.notesDir, { recursive: true, force: true });
+    await h.fs.rm(h.notesDir, { recursive: true });
     let armed = true;
     const during = async () => {
       if (!armed) return;

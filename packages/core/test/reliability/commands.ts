@@ -371,7 +371,7 @@ export class RedactVersion extends WorldStep {
       const id = c.spec(this.store).id;
       const versions = c.fake.versions(id).filter((v) => v.redacted_at === null);
       if (versions.length === 0) return;
-      c.fake.redactVersion(id, versions[this.which % versions.length]!.id);
+      c.redactVersion(id, versions[this.which % versions.length]!);
       coverage.versionsRedacted++;
     });
   }

@@ -55,6 +55,11 @@ export interface RequestObserver {
   folderFault?(request: OutgoingRequest): FolderFault | undefined;
   /** The service's clock (ms), for a feed read that lags. */
   serverNow?(): number;
+  /**
+   * Paths a memory had in versions since redacted: the service forgets them, the model must
+   * not (a flush still sends an edit made at such a path to the memory where it is now).
+   */
+  redactedPaths?(memoryId: string): readonly string[];
 }
 
 /** Which optional StoreClient methods the client offers. */
@@ -214,6 +219,7 @@ export class ObservedStoreClient implements StoreClient {
       request.previousContent = memory.content ?? undefined;
       if (request.op === 'update' || request.op === 'delete') {
         const paths = this.fake.versions(request.storeId).flatMap((v) => (v.memory_id === memory.id && v.path !== null ? [v.path] : []));
+        paths.push(...(this.observer.redactedPaths?.(memory.id) ?? []));
         request.formerPaths = [...new Set(paths)];
       }
     }

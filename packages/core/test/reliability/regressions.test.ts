@@ -25,6 +25,7 @@ import {
   RemoteRename,
   RemoteRenameDir,
   RemoteWrite,
+  RedactVersion,
   StallNext,
   WipeFolder,
   type Step,
@@ -524,6 +525,19 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
       new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
       new WipeFolder('rw', 'remove_folder'),
       new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/b.md' }),
+    ]),
+  );
+
+  // Seed 20261211 (a model error): the fake forgets the path of a redacted version, so the oracle
+  // did not know the memory the flush updated by id had been at the path the edit was made.
+  it(
+    'an edit sent by id to a memory the store renamed, after the version that had the old path was redacted',
+    replay({ disk: 'memfs', requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, seedRw: ['/d/e/f.md'] }, [
+      new AgentEdit('rw', '/d/e/f.md'),
+      new RemoteRenameDir('rw', '/d', '/g'),
+      new Crash(),
+      new RedactVersion('rw', 9),
+      new AdvanceClock(1),
     ]),
   );
 

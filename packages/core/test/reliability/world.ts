@@ -699,6 +699,23 @@ export class Case implements RequestObserver {
     return this.serverClock.now();
   }
 
+  /** memory id -> paths of its versions redacted since (the RedactVersion step records them). */
+  readonly #redactedPaths = new Map<string, Set<string>>();
+
+  redactedPaths(memoryId: string): readonly string[] {
+    return [...(this.#redactedPaths.get(memoryId) ?? [])];
+  }
+
+  /** The other writer redacts a version; the model keeps the path the service forgets. */
+  redactVersion(storeId: string, version: { id: string; memory_id: string; path: string | null }): void {
+    if (version.path !== null) {
+      const paths = this.#redactedPaths.get(version.memory_id) ?? new Set<string>();
+      paths.add(version.path);
+      this.#redactedPaths.set(version.memory_id, paths);
+    }
+    this.fake.redactVersion(storeId, version.id);
+  }
+
   /** The other writer's act on one store, outside a step of its own (during a read): the oracle is told. */
   private remoteAct(key: StoreKey, action: (storeId: string) => void): void {
     const id = this.spec(key).id;

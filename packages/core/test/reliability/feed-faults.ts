@@ -1,4 +1,5 @@
 import { StoreError, type StoreFolderEntry, type StoreMemoryVersion } from '@memory-mounter/core';
+import { seededRandom } from './self-checking-content.js';
 
 /**
  * The change feed (`listVersions`) and the folder listing (`listFolder`) as the model's store
@@ -135,21 +136,10 @@ export function feedError(failure: Exclude<FeedFailure, 'stall'>): StoreError {
   }
 }
 
-/** A small seeded generator (mulberry32), so a shrunk case replays the same reshaping. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   const out = [...items];
-  const next = random(seed);
+  const next = seededRandom(seed);
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];
@@ -163,7 +153,7 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
  * the shape changed anything (a shape with nothing to act on is a no-op).
  */
 export function reshapeFeed(versions: readonly StoreMemoryVersion[], shape: FeedShape, seed: number, serverNowMs: number): { versions: StoreMemoryVersion[]; changed: boolean } {
-  const pick = random(seed);
+  const pick = seededRandom(seed);
   const at = (v: StoreMemoryVersion) => Date.parse(v.created_at);
   switch (shape) {
     case 'reorder':

@@ -8,6 +8,7 @@ import type { PathReasonCode } from './reasons.js';
 import type { RemoteChange } from './remote-feed.js';
 import type { CarriedContent } from './scan.js';
 import { sha256Hex } from './sha256.js';
+import { spreadByFolder } from './start-order.js';
 import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
 import type { Logger } from './types.js';
@@ -78,9 +79,12 @@ export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Pr
   let done = 0;
   const total = transfers.length;
   if (total > 0) io.events?.progress(0, total);
-  return Promise.all(
-    transfers.map((action) =>
-      slots.runExclusive(async (): Promise<Outcome> => {
+  const outcomes: Outcome[] = new Array(total);
+  // Started folder by folder in turn (see start-order.ts); the slots are taken in that order.
+  await Promise.all(
+    spreadByFolder(transfers).map((index) => {
+      const action = transfers[index]!;
+      return slots.runExclusive(async (): Promise<Outcome> => {
         const learned: RemoteChange[] = [];
         if (io.signal.aborted) return { action, result: { kind: 'cut_off' }, learned };
         try {
@@ -91,9 +95,12 @@ export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Pr
         } finally {
           io.events?.progress(++done, total);
         }
-      }),
-    ),
+      }).then((outcome) => {
+        outcomes[index] = outcome;
+      });
+    }),
   );
+  return outcomes;
 }
 
 function perform(io: ApplyIO, action: Transfer, learned: RemoteChange[]): Promise<Result> {

@@ -108,6 +108,44 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     expect(outcomes.map((o) => o.result.kind)).toEqual(['done', 'skipped']);
   });
 
+  it('starts the transfers folder by folder in turn, and still returns the outcomes in the order given', async () => {
+    // One slot: the start order is the order the files are written in.
+    const written: string[] = [];
+    const recording = new Proxy(fs, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key) as unknown;
+        if (key !== 'writeFile' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return (path: string, ...rest: unknown[]) => {
+          written.push(path);
+          return (value as (...args: unknown[]) => Promise<void>).call(target, path, ...rest);
+        };
+      },
+    });
+    const spread = await StoreFolder.open(recording, dir);
+    try {
+      const paths = ['/a/1.md', '/a/2.md', '/b/1.md', '/b/2.md'];
+      const transfers: Transfer[] = paths.map((path) => ({
+        type: 'pull',
+        path,
+        memoryId: `mem_${path}`,
+        remoteSha: sha(path),
+        expectLocal: null,
+        reason: 'new_remote',
+        content: path,
+      }));
+      const outcomes = await applyPlan({ ...io, folder: spread, concurrency: 1 }, transfers);
+      // On the real disk a folder is reached through its handle's path: told apart by that.
+      const parent = (path: string) => path.slice(0, path.lastIndexOf('/'));
+      expect(written.map((path) => path.slice(path.lastIndexOf('/')))).toEqual(['/1.md', '/1.md', '/2.md', '/2.md']);
+      expect(parent(written[0]!)).not.toBe(parent(written[1]!));
+      expect(written.slice(2).map(parent)).toEqual(written.slice(0, 2).map(parent));
+      expect(outcomes.map((o) => o.action)).toEqual(transfers);
+      expect(outcomes.map((o) => o.result)).toEqual(paths.map((path) => ({ kind: 'done', sha: sha(path) })));
+    } finally {
+      await spread.close();
+    }
+  });
+
   it('a pull that carries its content writes it without fetching the memory', async () => {
     const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
     const before = client.count('get');

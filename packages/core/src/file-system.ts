@@ -74,6 +74,13 @@ export interface OpenFile {
 export interface FileSystem {
   /** Describes the entry itself (a link is `symlink`); `null` when nothing is there. */
   lstat(path: string): Promise<FileStat | null>;
+  /**
+   * Optional. `lstat` of each path, in order, answered the way `lstat` answers each (a failure
+   * other than "nothing there" rejects the whole call). For a filesystem that can describe many
+   * entries for less than as many separate calls: a scan describes every file of a folder at
+   * once through it. Without it, each path is one `lstat`.
+   */
+  lstatAll?(paths: readonly string[]): Promise<(FileStat | null)[]>;
   readdir(path: string): Promise<DirEntry[]>;
   /** Refuses a symlink (`ELOOP`) and any non-regular file (`EINVAL`); never blocks on a FIFO. */
   readFile(path: string): Promise<Uint8Array>;

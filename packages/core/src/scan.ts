@@ -75,10 +75,18 @@ export const CARRY_BUDGET_BYTES = 32 * 1024 * 1024;
  * What a previous scan learnt of each file, so an unchanged file is not read again. Kept by the
  * caller between scans; `scanStore` refreshes it in place.
  */
-export type ScanCache = Map<
-  string,
-  { size: number; mtimeMs: number; ctimeMs: number; dev: number; ino: number; hashedAt: number; file: LocalFile }
->;
+export type ScanCache = Map<string, CachedHash>;
+
+/** One file as a scan hashed it: the stat it was read under, when (`hashedAt`, host clock), and what it found. */
+export interface CachedHash {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  dev: number;
+  ino: number;
+  hashedAt: number;
+  file: LocalFile;
+}
 
 /**
  * A file changed within this long of being hashed could change again without moving its
@@ -122,12 +130,23 @@ export async function scanStore(
   snapshot.notFiles = notFiles;
   try {
     await folder.walk(
-      async ({ files, blocked }) => {
+      async ({ files, blocked, statFiles }) => {
         for (const { wirePath, reason, code } of blocked) {
           snapshot.blocked.set(wirePath, { code, detail: reason });
           if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);
         }
-        await Promise.all(files.map((file) => slots.runExclusive(() => scanFile(file, snapshot, cache, keep))));
+        // A folder the last scan saw is described all at once (an idle pass reads nothing, so
+        // this is its whole cost); a file unchanged since it was hashed is taken as it was. If
+        // that fails, each file is described on its own, as it is read.
+        const stats = files.some((file) => cache.has(file.wirePath)) ? await statFiles().catch(() => undefined) : undefined;
+        const reads: Promise<void>[] = [];
+        files.forEach((file, i) => {
+          const stat = stats?.[i];
+          const known = cache.get(file.wirePath);
+          if (stat && known && unchangedSinceHashed(known, stat)) snapshot.files.set(file.wirePath, known.file);
+          else reads.push(slots.runExclusive(() => scanFile(file, snapshot, cache, keep, stats ? (stat ?? null) : undefined)));
+        });
+        await Promise.all(reads);
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
       // half-written content; conflict copies are kept for a human, never synced. Folders are
@@ -145,23 +164,36 @@ export async function scanStore(
 /** A scan's `ScanCarry` with what is left of its budget and where the content goes. */
 type Keeper = ScanCarry & { left: number; into: Map<string, CarriedContent> };
 
-async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache, keep?: Keeper): Promise<void> {
-  const { wirePath } = entry;
-  const known = cache.get(wirePath);
-  // A file with nothing cached is read at once: the open descriptor's fstat then stands for
-  // the stat an lstat would have given, one call fewer.
-  const stat = known ? await entry.stat().catch(() => null) : null;
-  if (
-    stat?.type === 'file' &&
+/**
+ * The file `stat` describes is the one `known` was hashed from, not written since (same inode,
+ * size, mtime and ctime, singly linked), and its last change is older than the racy window
+ * before the hash: its cached sha still holds.
+ */
+function unchangedSinceHashed(known: CachedHash, stat: FileStat): boolean {
+  return (
+    stat.type === 'file' &&
     stat.nlink === 1 &&
-    known &&
     known.size === stat.size &&
     known.mtimeMs === stat.mtimeMs &&
     known.ctimeMs === stat.ctimeMs &&
     known.dev === stat.dev &&
     known.ino === stat.ino &&
     known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > racyWindowMs(stat.ctimeMs)
-  ) {
+  );
+}
+
+/**
+ * One file of the scan: its cached hash when still good, else read. `described`: the file's
+ * lstat when the folder's was taken (null: gone by then); undefined: not taken, so a file with a
+ * cached hash is described here.
+ */
+async function scanFile(entry: FolderFile, out: LocalSnapshot, cache: ScanCache, keep: Keeper | undefined, described?: FileStat | null): Promise<void> {
+  const { wirePath } = entry;
+  const known = cache.get(wirePath);
+  // A file with nothing cached is read at once: the open descriptor's fstat then stands for
+  // the stat an lstat would have given, one call fewer.
+  const stat = described !== undefined ? described : known ? await entry.stat().catch(() => null) : null;
+  if (stat && known && unchangedSinceHashed(known, stat)) {
     out.files.set(wirePath, known.file);
     return;
   }

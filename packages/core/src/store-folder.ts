@@ -75,6 +75,8 @@ export interface FolderVisit {
   files: FolderFile[];
   /** `code` says why: `is_symlink` / `not_regular` for an entry seen and known to be a link or a special file. */
   blocked: { wirePath: string; reason: string; code: PathReasonCode }[];
+  /** lstat of each of `files`, in order, all at once through the folder's handle (`FileSystem.lstatAll`); null when gone. */
+  statFiles(): Promise<(FileStat | null)[]>;
 }
 
 const DIR_MODE = 0o700;
@@ -384,7 +386,8 @@ export class StoreFolder {
   ): Promise<void> {
     await this.#verify(dir, wireDir || '/');
     const entries = await this.#list(dir);
-    const folder: FolderVisit = { wireDir: wireDir || '/', files: [], blocked: [] };
+    const names: string[] = [];
+    const folder: FolderVisit = { wireDir: wireDir || '/', files: [], blocked: [], statFiles: () => this.#statIn(dir, wireDir || '/', names) };
     const subfolders: DirEntry[] = [];
     for (const entry of entries) {
       const wirePath = `${wireDir}/${entry.name}`;
@@ -394,7 +397,10 @@ export class StoreFolder {
       }
       if (skip(wireDir, entry)) continue;
       if (entry.type === 'directory') subfolders.push(entry);
-      else if (entry.type === 'file') folder.files.push(this.#fileIn(dir, entry.name, wirePath));
+      else if (entry.type === 'file') {
+        folder.files.push(this.#fileIn(dir, entry.name, wirePath));
+        names.push(entry.name);
+      }
       else if (entry.type === 'symlink') folder.blocked.push({ wirePath, reason: 'is a symlink', code: 'is_symlink' });
       else folder.blocked.push({ wirePath, reason: 'is not a regular file', code: 'not_regular' });
     }
@@ -404,7 +410,7 @@ export class StoreFolder {
       if (beyondAnyMemoryPath(wirePath)) {
         // Nothing in it can be a memory: not walked, so a chain of folders thousands deep costs
         // one entry, not memory and descriptors per level.
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason: 'is deeper or longer than any memory path can be; not read', code: 'too_deep' }] });
+        await visit(blockedOnly(wirePath, 'is deeper or longer than any memory path can be; not read', 'too_deep'));
         continue;
       }
       let child: DirHandle;
@@ -415,7 +421,7 @@ export class StoreFolder {
         const reason = err instanceof FolderRefusal ? err.message.slice(wirePath.length + 1) : `folder could not be read (${errorCode(err) ?? String(err)})`;
         // A folder listed as one but refused at its open changed between the two steps.
         const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason, code }] });
+        await visit(blockedOnly(wirePath, reason, code));
         continue;
       }
       try {
@@ -423,11 +429,18 @@ export class StoreFolder {
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue;
         const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
-        await visit({ wireDir: wirePath, files: [], blocked: [{ wirePath, reason, code: err instanceof FolderRefusal ? 'swapped' : 'unreadable' }] });
+        await visit(blockedOnly(wirePath, reason, err instanceof FolderRefusal ? 'swapped' : 'unreadable'));
       } finally {
         await child.close();
       }
     }
+  }
+
+  /** lstat of `names` in `dir`, through the seam's batch when it has one. */
+  async #statIn(dir: DirHandle, wireDir: string, names: readonly string[]): Promise<(FileStat | null)[]> {
+    await this.#verify(dir, wireDir);
+    const paths = names.map((name) => `${dir.path}/${name}`);
+    return this.fs.lstatAll ? this.fs.lstatAll(paths) : Promise.all(paths.map((path) => this.fs.lstat(path)));
   }
 
   #fileIn(dir: DirHandle, name: string, wirePath: string): FolderFile {
@@ -698,6 +711,11 @@ interface OpenedParent {
 /** A folder at `wirePath` cannot hold a memory: every path inside it breaks SPEC 5's limits. */
 function beyondAnyMemoryPath(wirePath: string): boolean {
   return pathSegments(wirePath).length >= MAX_PATH_SEGMENTS || Buffer.byteLength(wirePath) >= MAX_PATH_BYTES;
+}
+
+/** A folder of the walk that is only an entry left alone: not entered, nothing in it described. */
+function blockedOnly(wirePath: string, reason: string, code: PathReasonCode): FolderVisit {
+  return { wireDir: wirePath, files: [], blocked: [{ wirePath, reason, code }], statFiles: async () => [] };
 }
 
 function refusedUnread(stat: FileStat, code: RefusalCode, detail: string): LocalRead {

@@ -39,6 +39,18 @@ describe('NodeFileSystem on the real disk', () => {
     await fs.rm(outside, { recursive: true, force: true });
   });
 
+  it('lstatAll holds the event loop for a moment only: past its budget, the rest go to the pool', async () => {
+    // 20,000 entries take several times the 2 ms budget on the calling thread alone.
+    await fs.writeFile(path.join(root, 'f'), 'x');
+    const paths = Array.from({ length: 20_000 }, (_, i) => path.join(root, i % 2 ? 'f' : `absent-${i}`));
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const [stats, turnedBefore] = await nodeFs.lstatAll(paths).then((all) => [all, turned] as const);
+    expect(turnedBefore).toBe(true);
+    expect(stats).toHaveLength(paths.length);
+    expect(stats.map((stat) => stat?.type ?? null)).toEqual(paths.map((_, i) => (i % 2 ? 'file' : null)));
+  });
+
   it('refuses to construct where O_NOFOLLOW is missing (Windows)', () => {
     expect(() => new NodeFileSystem({ ...fsConstants, O_NOFOLLOW: undefined })).toThrow(MemoryConfigError);
   });

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,10 +6,21 @@ import { NodeFileSystem, sha256Hex } from '@memory-mounter/core';
 import { scanStore, StoreFolder, type ScanCache } from '@memory-mounter/core/engine';
 import { racyWindowMs } from '../src/scan.js';
 
-/** A NodeFileSystem that counts the files it opens for reading. */
+/** A NodeFileSystem that counts the files it opens for reading, and the entries it describes. */
 class CountingFs extends NodeFileSystem {
   reads = 0;
   lstats = 0;
+  /** Calls of lstatAll, and the paths they described. */
+  batches = 0;
+  described = 0;
+  /** Makes lstatAll fail, as a filesystem error would. */
+  failBatches = false;
+  override lstatAll(paths: readonly string[]) {
+    this.batches++;
+    this.described += paths.length;
+    if (this.failBatches) return Promise.reject(Object.assign(new Error('EIO: i/o error, lstat'), { code: 'EIO' }));
+    return super.lstatAll(paths);
+  }
   override openFile(path: string) {
     this.reads++;
     return super.openFile(path);
@@ -111,16 +122,39 @@ describe('scanStore on a real disk', () => {
     expect(racyWindowMs(1_700_000_000_000.5)).toBe(100);
   });
 
-  it('a file with nothing cached is read without an lstat before it; a cached one is lstat-ed first', async () => {
-    for (const name of ['a.md', 'b.md', 'c.md']) await writeFile(join(dir, name), name);
+  it('a file with nothing cached is read without an lstat before it; a folder of cached ones is described in one call', async () => {
+    for (const name of ['a.md', 'b.md', 'c.md', 'sub/d.md', 'sub/e.md']) {
+      if (name === 'sub/d.md') await mkdir(join(dir, 'sub'));
+      await writeFile(join(dir, name), name);
+    }
     const cache: ScanCache = new Map();
     const first = await scanOnce(fs, dir, cache);
-    expect(first.files.size).toBe(3);
-    expect(fs.lstats).toBe(1); // locating the store folder; none per file
-    expect([...cache.values()].map((e) => e.file.sha).sort()).toEqual(['a.md', 'b.md', 'c.md'].map(sha256Hex).sort());
+    expect(first.files.size).toBe(5);
+    expect([fs.lstats, fs.batches]).toEqual([1, 0]); // locating the store folder; none per file
+    expect([...cache.values()].map((e) => e.file.sha).sort()).toEqual(['a.md', 'b.md', 'c.md', 'sub/d.md', 'sub/e.md'].map(sha256Hex).sort());
     fs.lstats = 0;
     await scanOnce(fs, dir, cache);
-    expect(fs.lstats).toBe(4); // the folder, and each file against its cache entry
+    // The store folder located; then each folder's files described at once, against their cache entries.
+    expect([fs.lstats, fs.batches, fs.described]).toEqual([1, 2, 5]);
+  });
+
+  it('when a folder cannot be described at once, each file is described on its own and nothing is lost', async () => {
+    for (const name of ['a.md', 'b.md']) await writeFile(join(dir, name), name);
+    const cache: ScanCache = new Map();
+    await scanOnce(fs, dir, cache);
+    for (const entry of cache.values()) entry.hashedAt += 10_000;
+    await writeFile(join(dir, 'b.md'), 'b.md, edited');
+    fs.failBatches = true;
+    const reads = fs.reads;
+    fs.lstats = 0;
+    const snapshot = await scanOnce(fs, dir, cache);
+    expect(fs.batches).toBe(1);
+    expect(fs.lstats).toBe(3); // the folder, then each file
+    expect(fs.reads - reads).toBe(2); // the marker, and the edited file: the other's hash still holds
+    expect(Object.fromEntries([...snapshot.files].map(([path, file]) => [path, file.sha]))).toEqual({
+      '/a.md': sha256Hex('a.md'),
+      '/b.md': sha256Hex('b.md, edited'),
+    });
   });
 
   it('forgets files that are gone', async () => {

@@ -60,6 +60,27 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
     });
 
+    describe('lstatAll (optional)', () => {
+      it('answers for each path, in order, what lstat answers for it', async ({ skip }) => {
+        if (!fs.lstatAll) return skip('this filesystem has no lstatAll');
+        await fs.writeFile(at('f'), bytes('hello'));
+        await fs.mkdir(at('d'));
+        await h.makeSymlink(at('f'), at('link'));
+        await h.makeSymlink(at('nowhere'), at('dangling'));
+        const paths = ['f', 'absent', 'd', 'link', 'f/child', 'dangling', 'f'].map(at);
+        const all = await fs.lstatAll(paths);
+        expect(all).toEqual(await Promise.all(paths.map((path) => fs.lstat(path))));
+        expect(all.map((stat) => stat?.type ?? null)).toEqual(['file', null, 'directory', 'symlink', null, 'symlink', 'file']);
+        expect(await fs.lstatAll([])).toEqual([]);
+      });
+
+      it('rejects when a path fails otherwise than by being absent', async ({ skip }) => {
+        if (!fs.lstatAll) return skip('this filesystem has no lstatAll');
+        await fs.writeFile(at('f'), bytes('x'));
+        await expect(fs.lstatAll([at('f'), at('n'.repeat(300))])).rejects.toMatchObject({ code: 'ENAMETOOLONG' });
+      });
+    });
+
     describe('readdir', () => {
       it('lists names with the type of each entry, links not followed', async () => {
         await fs.writeFile(at('f'), bytes('x'));

@@ -1,7 +1,9 @@
 /**
  * memory-mounter against the SDK's built-in memory sync (`SessionMemoryStores`), both driving
- * the real SDK client over loopback HTTP against the emulator, on the real disk, in one process.
- * Run: `pnpm bench` (from the repository root). Takes a few minutes.
+ * the real SDK client over loopback HTTP against the emulator, on the real disk, both engines in
+ * this process and the emulator in one of its own (emulator-remote.ts), as a store service is.
+ * Run: `pnpm bench` (from the repository root; it builds the packages first, which the emulator's
+ * process runs on). Takes a few minutes.
  *
  * The workload of issue 9: a store of 2,000 memories of about 1 kB in 40 folders, every request
  * answered after 20 ms (the emulator's `latencyMs`), and
@@ -14,7 +16,8 @@
  * - steady idle sync of a 10,000-memory store.
  * Each engine has its own copy of the store, so neither sees the other's writes. Each figure is
  * the median of RUNS runs (the engines alternate); request counts are the emulator's. CPU is
- * the process's user + system time over the pass, so it includes the emulator serving it.
+ * this process's user + system time over the pass: the engine and the SDK client it drives,
+ * never the emulator serving them.
  *
  * The table is printed at the end (and the figures in docs/performance.md come from it).
  */
@@ -27,7 +30,7 @@ import { SessionMemoryStores } from '@anthropic-ai/sdk/tools/agent-toolset/node'
 import { afterAll, beforeAll, bench, describe } from 'vitest';
 import { AnthropicStoreClient } from '@memory-mounter/anthropic';
 import { MemoryMounter, NodeFileSystem } from '@memory-mounter/core';
-import { MemoryApiServer } from '@memory-mounter/testing';
+import { RemoteEmulator } from './emulator-remote.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const LATENCY_MS = 20;
@@ -37,7 +40,7 @@ const FOLDERS = 40;
 const BIG = Number(process.env.BENCH_BIG ?? 10_000);
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-const server = new MemoryApiServer({ latencyMs: LATENCY_MS });
+let server: RemoteEmulator;
 let client: Anthropic;
 let base: string;
 let dirs = 0;
@@ -76,13 +79,13 @@ interface Sample {
 
 /** Times `run` (only it), with the requests it sent and the CPU the process spent. */
 async function sample(run: () => Promise<unknown>): Promise<Sample> {
-  const requests = server.requestCount();
+  const requests = await server.requestCount();
   const cpu = process.cpuUsage();
   const started = performance.now();
   await run();
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { ms, requests: server.requestCount() - requests, cpuMs: (used.user + used.system) / 1000 };
+  return { ms, requests: (await server.requestCount()) - requests, cpuMs: (used.user + used.system) / 1000 };
 }
 
 const median = (values: number[]) => {
@@ -107,7 +110,7 @@ function summary(samples: Sample[] | undefined): Sample | undefined {
 function printTable(): void {
   const fmt = (ms: number) => (ms >= 1_000 ? `${(ms / 1_000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
   const lines = [
-    `issue 9 benchmark: ${RUNS} runs a phase (median), ${LATENCY_MS} ms a request unless said; node ${process.version}, ` +
+    `issue 9 benchmark: ${RUNS} runs a phase (median), ${LATENCY_MS} ms a request unless said, the emulator in its own process; node ${process.version}, ` +
       `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
     '| phase | SDK SessionMemoryStores | memory-mounter | ratio | requests (SDK / ours) | CPU (SDK / ours) |',
     '|---|---|---|---|---|---|',
@@ -131,11 +134,12 @@ async function editLocally(root: string, indexes: number[], version: number): Pr
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
 beforeAll(async () => {
-  client = new Anthropic({ apiKey: 'bench', baseURL: await server.start(), maxRetries: 0 });
+  server = await RemoteEmulator.start(LATENCY_MS);
+  client = new Anthropic({ apiKey: 'bench', baseURL: server.baseURL, maxRetries: 0 });
   base = await realpath(await mkdtemp(join(tmpdir(), 'mm-bench-')));
-  for (const id of ['memstore_mm', 'memstore_sdk']) seedStore(id, SIZE);
-  for (const id of ['memstore_mm_big', 'memstore_sdk_big']) seedStore(id, BIG);
-});
+  for (const id of ['memstore_mm', 'memstore_sdk']) await seedStore(id, SIZE);
+  for (const id of ['memstore_mm_big', 'memstore_sdk_big']) await seedStore(id, BIG);
+}, 120_000);
 
 afterAll(async () => {
   printTable();
@@ -181,10 +185,10 @@ async function idleAndChanges(): Promise<void> {
   const busy: Row = { phase: '20 remote + 20 local changes', sdk: [], ours: [] };
   for (let run = 1; run <= RUNS; run++) {
     await editLocally(m.roots[0]!, range(0, 20), run);
-    for (const i of range(20, 20)) server.writeMemory('memstore_mm', pathOf(i), content(i, run));
+    for (const i of range(20, 20)) await server.writeMemory('memstore_mm', pathOf(i), content(i, run));
     busy.ours.push(await sample(() => m.reconcile({ force: true })));
     await editLocally(stores.roots[0]!, range(0, 20), run);
-    for (const i of range(20, 20)) server.writeMemory('memstore_sdk', pathOf(i), content(i, run));
+    for (const i of range(20, 20)) await server.writeMemory('memstore_sdk', pathOf(i), content(i, run));
     busy.sdk!.push(await sample(() => sdkSync(stores)));
   }
   rows.push(busy);
@@ -214,7 +218,7 @@ async function finalizeWith500(): Promise<void> {
 
 async function finalizeAllChangedSlow(): Promise<void> {
   const row: Row = { phase: `finalize, all ${SIZE.toLocaleString('en')} changed, 50 ms a request`, ours: [], note: '0 unpushed in every run' };
-  server.latencyMs = 50;
+  await server.setLatency(50);
   try {
     for (let run = 1; run <= RUNS; run++) {
       const m = await mounter('memstore_mm');
@@ -235,7 +239,7 @@ async function finalizeAllChangedSlow(): Promise<void> {
       row.note = `${row.note}; SDK: one run`;
     }
   } finally {
-    server.latencyMs = LATENCY_MS;
+    await server.setLatency(LATENCY_MS);
   }
   rows.push(row);
 }

@@ -21,6 +21,7 @@
  *
  * The table is printed at the end (and the figures in docs/performance.md come from it).
  */
+import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,11 +108,31 @@ function summary(samples: Sample[] | undefined): Sample | undefined {
   return { ms: median(samples.map((s) => s.ms)), requests: median(samples.map((s) => s.requests)), cpuMs: median(samples.map((s) => s.cpuMs)) };
 }
 
+/**
+ * What creating one file costs on the disk under `base`, in µs (the median of 5 rounds of 200
+ * empty files made with O_CREAT | O_EXCL on one thread). A download creates a file per memory
+ * whichever engine runs it, so this is a floor under both engines' materialize, and it differs
+ * by orders of magnitude between disks: printed beside the table to read its first row by.
+ */
+function fileCreateMicros(): number {
+  const rounds: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    const started = performance.now();
+    for (let i = 0; i < 200; i++) {
+      closeSync(openSync(join(base, `create-probe-${round}-${i}`), fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600));
+    }
+    rounds.push(((performance.now() - started) * 1000) / 200);
+  }
+  return median(rounds);
+}
+let createMicros = 0;
+
 function printTable(): void {
   const fmt = (ms: number) => (ms >= 1_000 ? `${(ms / 1_000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
   const lines = [
     `issue 9 benchmark: ${RUNS} runs a phase (median), ${LATENCY_MS} ms a request unless said, the emulator in its own process; node ${process.version}, ` +
-      `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`,
+      `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
+      `the disk (${base}) creates a file in ${createMicros.toFixed(0)} µs`,
     '| phase | SDK SessionMemoryStores | memory-mounter | ratio | requests (SDK / ours) | CPU (SDK / ours) |',
     '|---|---|---|---|---|---|',
   ];
@@ -137,6 +158,7 @@ beforeAll(async () => {
   server = await RemoteEmulator.start(LATENCY_MS);
   client = new Anthropic({ apiKey: 'bench', baseURL: server.baseURL, maxRetries: 0 });
   base = await realpath(await mkdtemp(join(tmpdir(), 'mm-bench-')));
+  createMicros = fileCreateMicros();
   for (const id of ['memstore_mm', 'memstore_sdk']) await seedStore(id, SIZE);
   for (const id of ['memstore_mm_big', 'memstore_sdk_big']) await seedStore(id, BIG);
 }, 120_000);

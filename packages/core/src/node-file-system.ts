@@ -26,6 +26,8 @@ const fstatFd = promisify(fstat) as (fd: number) => Promise<Stats>;
 const closeFd = promisify(close);
 /** How long one `lstatAll` may describe entries on the calling thread before the rest go to libuv's pool. */
 const SYNC_LSTAT_BUDGET_MS = 2;
+/** Past that budget, how many of its `lstat`s are in libuv's pool at once. */
+const POOL_LSTAT_SLICE = 16;
 // The callback lstat, promisified: called for every entry of every scan, cheaper than fs/promises'.
 const lstatCallback = promisify(lstat) as (path: string) => Promise<Stats>;
 const readFd = promisify(read) as (fd: number, buffer: Buffer, offset: number, length: number, position: number) => Promise<{ bytesRead: number }>;
@@ -107,7 +109,11 @@ export class NodeFileSystem implements FileSystem {
     const started = performance.now();
     for (const path of paths) {
       if (performance.now() - started > SYNC_LSTAT_BUDGET_MS) {
-        return stats.concat(await Promise.all(paths.slice(stats.length).map((rest) => this.lstat(rest))));
+        // A slice at a time, so a huge folder never floods the pool other work shares.
+        for (let at = stats.length; at < paths.length; at += POOL_LSTAT_SLICE) {
+          stats.push(...(await Promise.all(paths.slice(at, at + POOL_LSTAT_SLICE).map((rest) => this.lstat(rest)))));
+        }
+        return stats;
       }
       try {
         const stat = lstatSync(path, { throwIfNoEntry: false });

@@ -178,7 +178,7 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
   if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(io, path, sha, now.sha, now.bytes);
   // Where nothing was, nothing may appear between the check and the write: a file the agent
   // made meanwhile is refused (`taken`), never written over.
-  await io.folder.write(path, bytes, { onlyIfAbsent: action.expectLocal === null });
+  await io.folder.write(path, bytes, { onlyIfAbsent: action.expectLocal === null, ...(io.materializing && { firstDownload: true }) });
   io.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
   return { kind: 'done', sha };
 }

@@ -89,6 +89,14 @@ export interface FileSystem {
    * is then renamed over `path`, so a reader sees the old content or the new, never a mix.
    */
   writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
+  /**
+   * Optional. Like `writeFile`, but the new file never replaces anything: it fails with `EEXIST`
+   * when any entry (a file, a folder, a link, dangling or not) is at `path` at the instant the
+   * file would take the name, in the same step (link(2) of the temp file), and leaves no temp
+   * file either way. Without it, the engine checks with `lstat` first and then writes: an entry
+   * made between the two is replaced.
+   */
+  writeFileExclusive?(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
   /** Non-recursive `mkdir` fails with `EEXIST` when anything is already there. */
   mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void>;
   /**

@@ -1,4 +1,4 @@
-import { close, closeSync, constants as fsConstants, fstat, fstatSync, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
+import { close, closeSync, constants as fsConstants, fstat, fstatSync, link, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { open as openPath, readdir as readdirPath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -35,6 +35,7 @@ const openFdMode = promisify(open) as (path: string, flags: number, mode: number
 const writeFd = promisify(write) as (fd: number, buffer: Uint8Array, offset: number, length: number) => Promise<{ bytesWritten: number }>;
 const renamePath = promisify(rename);
 const unlinkPath = promisify(unlink);
+const linkPath = promisify(link);
 
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
@@ -233,11 +234,47 @@ export class NodeFileSystem implements FileSystem {
   }
 
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
-    // Same directory as the target, so the rename stays on one filesystem and is atomic.
+    const temp = await this.#writeTemp(path, data, opts.mode);
+    try {
+      // rename(2) replaces whatever entry is at `path`, a symlink included: never writes through it.
+      // No fsync: readers need atomicity, not durability; the store holds the real copy.
+      await renamePath(temp, path);
+    } catch (err) {
+      await unlinkPath(temp).catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * link(2) is the kernel's only "create this name unless something has it" for a file with
+   * content: it fails with EEXIST on any entry at `path`, a dangling link included, in the same
+   * step that makes the name. The temp file is ours alone and goes either way. A disk without
+   * hard links (EPERM, ENOTSUP) gets the next best: an `lstat`, then the rename.
+   */
+  async writeFileExclusive(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    const temp = await this.#writeTemp(path, data, opts.mode);
+    let renamed = false;
+    try {
+      try {
+        await linkPath(temp, path);
+      } catch (err) {
+        const code = errorCode(err);
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+        if ((await this.lstat(path)) !== null) throw fsError('EEXIST', 'link', path, 'already exists');
+        await renamePath(temp, path);
+        renamed = true;
+      }
+    } finally {
+      if (!renamed) await unlinkPath(temp).catch(() => {});
+    }
+  }
+
+  /** Writes `data` to a fresh temp file beside `path` (same directory: the rename or link stays on one filesystem); returns its path. */
+  async #writeTemp(path: string, data: Uint8Array, mode: number | undefined): Promise<string> {
     const temp = join(dirname(path), tempFileName());
     // Plain descriptors and the callback API, as for reads: a download writes thousands of
     // files, and fs-extra's promise wrappers cost more per call than the write itself.
-    const fd = await openFdMode(temp, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
+    const fd = await openFdMode(temp, this.#createTempFlags, mode ?? DEFAULT_FILE_MODE);
     try {
       try {
         for (let at = 0; at < data.byteLength; ) {
@@ -249,13 +286,11 @@ export class NodeFileSystem implements FileSystem {
       } finally {
         await closeFd(fd);
       }
-      // rename(2) replaces whatever entry is at `path`, a symlink included: never writes through it.
-      // No fsync: readers need atomicity, not durability; the store holds the real copy.
-      await renamePath(temp, path);
     } catch (err) {
       await unlinkPath(temp).catch(() => {});
       throw err;
     }
+    return temp;
   }
 
   async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {

@@ -191,9 +191,12 @@ export class StoreFolder {
    * a non-empty one is never touched. Throws FolderRefusal when a folder on the way is a link,
    * a file, or swapped. With `onlyIfAbsent`, anything already at `wirePath` (but an empty
    * folder) is refused (`taken`) instead of replaced: a download into a fresh folder never
-   * writes over a name clash.
+   * writes over a name clash, and a pull of a new memory never over a file the agent made
+   * there meanwhile, even one made after the check (`FileSystem.writeFileExclusive`, where the
+   * seam has it). `firstDownload`: nobody else can write in the folder yet (the download made
+   * before the agent is given it), so the check alone decides and the cheaper rename is used.
    */
-  write(wirePath: string, bytes: Uint8Array, opts: { onlyIfAbsent?: boolean } = {}): Promise<void> {
+  write(wirePath: string, bytes: Uint8Array, opts: { onlyIfAbsent?: boolean; firstDownload?: boolean } = {}): Promise<void> {
     return this.#act(() =>
       this.#inParent(wirePath, true, undefined, async (dir, name) => {
         const target = `${dir.path}/${name}`;
@@ -213,9 +216,13 @@ export class StoreFolder {
             throw err;
           }
         }
+        const exclusive = opts.onlyIfAbsent && !opts.firstDownload ? this.fs.writeFileExclusive?.bind(this.fs) : undefined;
         try {
-          await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+          if (exclusive) await exclusive(target, bytes, { mode: FILE_MODE });
+          else await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
         } catch (err) {
+          // Made there between the check above and the write: the agent's, never written over.
+          if (exclusive && errorCode(err) === 'EEXIST') throw new FolderRefusal('taken', wirePath, 'was made during the sync');
           // A held folder the agent removed meanwhile takes no new entry (a pinned handle's
           // contract, Linux's ENOENT): the write did not happen for anyone, and says so. Checked
           // only on that failure, not after every write: once the rename is done the file is in

@@ -114,7 +114,8 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     const recording = new Proxy(fs, {
       get: (target, key) => {
         const value = Reflect.get(target, key) as unknown;
-        if (key !== 'writeFile' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        const writes = key === 'writeFile' || key === 'writeFileExclusive';
+        if (!writes || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return (path: string, ...rest: unknown[]) => {
           written.push(path);
           return (value as (...args: unknown[]) => Promise<void>).call(target, path, ...rest);
@@ -143,6 +144,38 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
       expect(outcomes.map((o) => o.result)).toEqual(paths.map((path) => ({ kind: 'done', sha: sha(path) })));
     } finally {
       await spread.close();
+    }
+  });
+
+  it('a pull of a new memory never writes over a file the agent made at its place after the check', async () => {
+    // The agent's file appears the instant after the write's absence check: the lstat that
+    // finds nothing at the place plants it before answering.
+    let planted = false;
+    const racing = new Proxy(fs, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key !== 'lstat') return value.bind(target);
+        return async (path: string) => {
+          const answer = await target.lstat(path);
+          if (answer === null && !planted && path.endsWith('/new.md')) {
+            planted = true;
+            await target.writeFile(path, new TextEncoder().encode("the agent's"));
+          }
+          return answer;
+        };
+      },
+    });
+    const raced = await StoreFolder.open(racing, dir);
+    try {
+      const [outcome] = await applyPlan({ ...io, folder: raced }, [
+        { type: 'pull', path: '/sub/new.md', memoryId: 'mem_new', remoteSha: sha('remote'), expectLocal: null, reason: 'new_remote', content: 'remote' },
+      ]);
+      expect(planted).toBe(true);
+      expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'taken' });
+      expect(await read('/sub/new.md')).toBe("the agent's");
+    } finally {
+      await raced.close();
     }
   });
 

@@ -20,8 +20,17 @@ export class FaultyFileSystem implements FileSystem {
 
   /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
   readonly readLinkSync?: (path: string) => string | null;
+  /** Present when `inner` has it, and then faultable like the rest. */
+  readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
 
   constructor(readonly inner: FileSystem) {
+    const exclusive = inner.writeFileExclusive?.bind(inner);
+    if (exclusive) {
+      this.writeFileExclusive = async (path, data, opts) => {
+        this.#inject('writeFileExclusive', path);
+        return exclusive(path, data, opts);
+      };
+    }
     const readLink = inner.readLinkSync?.bind(inner);
     if (readLink) {
       this.readLinkSync = (path) => {

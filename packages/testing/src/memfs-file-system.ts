@@ -49,6 +49,18 @@ export class MemfsFileSystem implements FileSystem {
   }
 
   async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    this.#writeAtomically(path, data, opts.mode, false);
+  }
+
+  /**
+   * memfs changes only through its synchronous calls, and this method makes no other: nothing
+   * can come between its check of `path` and the rename, so check-then-rename is exclusive here.
+   */
+  async writeFileExclusive(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    this.#writeAtomically(path, data, opts.mode, true);
+  }
+
+  #writeAtomically(path: string, data: Uint8Array, mode: number | undefined, exclusive: boolean): void {
     const temp = posix.join(posix.dirname(path), tempFileName());
     // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
     // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
@@ -56,10 +68,11 @@ export class MemfsFileSystem implements FileSystem {
     try {
       try {
         this.vol.writeFileSync(fd, data);
-        this.vol.fchmodSync(fd, opts.mode ?? DEFAULT_FILE_MODE);
+        this.vol.fchmodSync(fd, mode ?? DEFAULT_FILE_MODE);
       } finally {
         this.vol.closeSync(fd);
       }
+      if (exclusive && this.#lstat(path) !== null) throw fsError('EEXIST', 'link', path, 'already exists');
       // Our rename: it replaces a symlink at `path` rather than writing through it.
       this.#rename(temp, path);
     } catch (err) {

@@ -175,6 +175,43 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
     });
 
+    describe('writeFileExclusive (optional)', () => {
+      it('creates a file with its content and mode, leaving no temp file behind', async ({ skip }) => {
+        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
+        await fs.writeFileExclusive(at('f'), bytes('one'));
+        await fs.writeFileExclusive(at('g'), bytes(''), { mode: 0o640 });
+        expect(await read('f')).toBe('one');
+        expect(await read('g')).toBe('');
+        expect(await h.modeOf(at('f'))).toBe(0o600);
+        expect(await h.modeOf(at('g'))).toBe(0o640);
+        expect(await names()).toEqual(['f', 'g']);
+      });
+
+      it('never replaces anything: a file, a folder, a link or a dangling one is left as it was (EEXIST)', async ({ skip }) => {
+        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
+        await fs.writeFile(at('file'), bytes('theirs'));
+        await fs.mkdir(at('folder'));
+        await fs.writeFile(at('victim'), bytes('original'));
+        await h.makeSymlink(at('victim'), at('link'));
+        await h.makeSymlink(at('nowhere'), at('dangling'));
+        for (const name of ['file', 'folder', 'link', 'dangling']) {
+          await expect(fs.writeFileExclusive(at(name), bytes('mine'))).rejects.toMatchObject({ code: 'EEXIST' });
+        }
+        expect(await read('file')).toBe('theirs');
+        expect((await fs.lstat(at('folder')))?.type).toBe('directory');
+        expect((await fs.lstat(at('link')))?.type).toBe('symlink');
+        expect(await read('victim')).toBe('original');
+        expect((await fs.lstat(at('dangling')))?.type).toBe('symlink');
+        expect(await fs.lstat(at('nowhere'))).toBeNull();
+        expect(await names()).toEqual(['dangling', 'file', 'folder', 'link', 'victim']);
+      });
+
+      it('fails with ENOENT when the directory is missing', async ({ skip }) => {
+        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
+        await expect(fs.writeFileExclusive(at('missing/f'), bytes('x'))).rejects.toMatchObject({ code: 'ENOENT' });
+      });
+    });
+
     describe('mkdir', () => {
       it('creates a directory 0700 by default and honours an explicit mode', async () => {
         await fs.mkdir(at('d'));

@@ -15,6 +15,11 @@
  *       moment the engine makes a folder, opens one to list it, or starts emptying it, it is
  *       swapped for a symlink. `name` may end in '*' (any name with that prefix, `*` alone: any
  *       entry); '.' means dir itself.
+ *   racer put <dir> <name> <a> <b> <ms>
+ *       rename(2) a to b each time the entry `name` of dir is created (patterns as for `on`):
+ *       the agent's file appears at b the moment the engine makes its temp file, after any
+ *       check of b the engine made before writing. A rename that fails (a already used) counts
+ *       as a failure.
  *   racer swap <a> <b>
  *       exchange once; exit 2 if that failed.
  *
@@ -97,6 +102,16 @@ static int exchange(const char *a, const char *b) {
   return -1;
 }
 
+/* One plain rename of a to b (replacing b): the agent putting a file in place. */
+static int put(const char *a, const char *b) {
+  if (rename(a, b) == 0) {
+    swaps++;
+    return 0;
+  }
+  failures++;
+  return -1;
+}
+
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
@@ -131,8 +146,11 @@ static void drain(int fd, char *buf, size_t size) {
 /* What a watch reacts to: the event mask and name ("" for the folder itself), and its context. */
 typedef int (*wanted_fn)(uint32_t mask, const char *name, const void *ctx);
 
-/* Waits for inotify events on dir until the deadline; exchanges a and b for each one wanted. */
-static void run_watch(const char *dir, uint32_t mask, wanted_fn wanted, const void *ctx, const char *a, const char *b, long ms) {
+/* What a watch does for each event it wants: exchange(a, b) or put(a, b). */
+typedef int (*act_fn)(const char *a, const char *b);
+
+/* Waits for inotify events on dir until the deadline; acts on a and b for each one wanted. */
+static void run_watch(const char *dir, uint32_t mask, wanted_fn wanted, const void *ctx, act_fn act, const char *a, const char *b, long ms) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) die("inotify_init1");
   if (inotify_add_watch(fd, dir, mask) < 0) die("inotify_add_watch");
@@ -165,7 +183,7 @@ static void run_watch(const char *dir, uint32_t mask, wanted_fn wanted, const vo
       p += sizeof *ev + ev->len;
       if (ev->mask & IN_Q_OVERFLOW) continue;
       events++;
-      if (wanted(ev->mask, ev->len ? ev->name : "", ctx)) exchange(a, b);
+      if (wanted(ev->mask, ev->len ? ev->name : "", ctx)) act(a, b);
     }
   }
   if (close(fd) != 0) die("close inotify");
@@ -197,6 +215,7 @@ static void usage(void) {
           "usage: racer loop <a> <b> [<a2> <b2> ...] <ms>\n"
           "       racer inotify <dir> <a> <b> <ms>\n"
           "       racer on <create|open|delete> <dir> <name> <a> <b> <ms>\n"
+          "       racer put <dir> <name> <a> <b> <ms>\n"
           "       racer swap <a> <b>\n");
   exit(2);
 }
@@ -223,11 +242,13 @@ int main(int argc, char **argv) {
     run_loop(argv + 2, argc - 3, parse_ms(argv[argc - 1]));
   } else if (strcmp(mode, "inotify") == 0 && argc == 6) {
     struct pair own = {argv[3], argv[4]};
-    run_watch(argv[2], IN_CREATE | IN_OPEN | IN_ACCESS | IN_MOVED_TO, any_but_own, &own, argv[3], argv[4], parse_ms(argv[5]));
+    run_watch(argv[2], IN_CREATE | IN_OPEN | IN_ACCESS | IN_MOVED_TO, any_but_own, &own, exchange, argv[3], argv[4], parse_ms(argv[5]));
   } else if (strcmp(mode, "on") == 0 && argc == 8) {
     uint32_t mask = strcmp(argv[2], "create") == 0 ? IN_CREATE : strcmp(argv[2], "open") == 0 ? IN_OPEN : strcmp(argv[2], "delete") == 0 ? IN_DELETE : 0;
     if (mask == 0) usage();
-    run_watch(argv[3], mask, named, argv[4], argv[5], argv[6], parse_ms(argv[7]));
+    run_watch(argv[3], mask, named, argv[4], exchange, argv[5], argv[6], parse_ms(argv[7]));
+  } else if (strcmp(mode, "put") == 0 && argc == 7) {
+    run_watch(argv[2], IN_CREATE, named, argv[3], put, argv[4], argv[5], parse_ms(argv[6]));
   } else {
     usage();
   }

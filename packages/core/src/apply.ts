@@ -1,6 +1,6 @@
 import { Semaphore } from 'async-mutex';
 import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './errors.js';
-import { errorCode, type FileStat } from './file-system.js';
+import { errorCode, unchangedSince } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, Transfer, Update } from './plan.js';
@@ -178,7 +178,12 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
   if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(io, path, sha, now.sha, now.bytes);
   // Where nothing was, nothing may appear between the check and the write: a file the agent
   // made meanwhile is refused (`taken`), never written over.
-  await io.folder.write(path, bytes, { onlyIfAbsent: action.expectLocal === null, ...(io.materializing && { firstDownload: true }) });
+  await io.folder.write(path, bytes, {
+    onlyIfAbsent: action.expectLocal === null,
+    ...(io.materializing && { firstDownload: true }),
+    // What is replaced must still be the file just read: an edit since is the next pass's.
+    ...(now.kind === 'file' && { ifStill: now.stat }),
+  });
   io.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
   return { kind: 'done', sha };
 }
@@ -228,7 +233,7 @@ async function contentToPush(io: ApplyIO, action: Update | Create): Promise<stri
       if (err instanceof FolderRefusal) return null;
       throw err;
     });
-    if (now && sameFile(now, carried.stat)) return carried.content;
+    if (unchangedSince(now, carried.stat)) return carried.content;
   }
   const now = await io.folder.read(path);
   // Changed since the scan: push nothing the planner did not decide on; the next pass will.
@@ -238,20 +243,6 @@ async function contentToPush(io: ApplyIO, action: Update | Create): Promise<stri
   const content = decodeUtf8(now.bytes);
   if (content === null) return skipped('not_utf8', 'is not UTF-8 text');
   return content;
-}
-
-/** `now` is the regular, singly-linked file `read` described, not written to since. */
-function sameFile(now: FileStat, read: FileStat): boolean {
-  return (
-    now.type === 'file' &&
-    read.type === 'file' &&
-    now.nlink === 1 &&
-    now.dev === read.dev &&
-    now.ino === read.ino &&
-    now.size === read.size &&
-    now.mtimeMs === read.mtimeMs &&
-    now.ctimeMs === read.ctimeMs
-  );
 }
 
 /**

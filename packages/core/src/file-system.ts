@@ -70,6 +70,19 @@ export interface OpenFile {
   close(): Promise<void>;
 }
 
+/** Options of `FileSystem.writeFile`. */
+export interface WriteOptions {
+  /** Permission bits of a new file (default 0600). */
+  mode?: number;
+  /**
+   * Called once the new content is whole in the temp file, right before it takes the name: the
+   * last moment a caller can look at what it is about to replace. A throw abandons the write
+   * (the temp file is removed, nothing at `path` changes) and is what `writeFile` throws. An
+   * implementation that cannot call it must not ignore it: it calls it before it writes.
+   */
+  beforeReplace?: () => Promise<void>;
+}
+
 /** Where mounts live: the real disk, memfs, or a host's own. See the contract at the top of this file. */
 export interface FileSystem {
   /** Describes the entry itself (a link is `symlink`); `null` when nothing is there. */
@@ -88,7 +101,7 @@ export interface FileSystem {
    * Atomic: the data goes to a temp file in the same directory (named by `tempFileName`) which
    * is then renamed over `path`, so a reader sees the old content or the new, never a mix.
    */
-  writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
+  writeFile(path: string, data: Uint8Array, opts?: WriteOptions): Promise<void>;
   /**
    * Optional. Like `writeFile`, but the new file never replaces anything: it fails with `EEXIST`
    * when any entry (a file, a folder, a link, dangling or not) is at `path` at the instant the
@@ -123,6 +136,24 @@ export interface FileSystem {
    * it, checkWrite stays lexical and refuses any path under `memoryRoot` with a `..` segment.
    */
   readLinkSync?(path: string): string | null;
+}
+
+/**
+ * `now` describes the very regular, singly-linked file `read` described, not written to since:
+ * the same inode, size, mtime and ctime (any write moves ctime, which nobody can set back).
+ */
+export function unchangedSince(now: FileStat | null, read: FileStat): boolean {
+  return (
+    now !== null &&
+    now.type === 'file' &&
+    read.type === 'file' &&
+    now.nlink === 1 &&
+    now.dev === read.dev &&
+    now.ino === read.ino &&
+    now.size === read.size &&
+    now.mtimeMs === read.mtimeMs &&
+    now.ctimeMs === read.ctimeMs
+  );
 }
 
 /**

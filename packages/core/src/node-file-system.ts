@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
 import { MemoryConfigError } from './errors.js';
 import { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
-import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile } from './file-system.js';
+import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile, WriteOptions } from './file-system.js';
 import { tempFileName } from './temp-files.js';
 import { isUtf8 } from 'node:buffer';
 
@@ -233,9 +233,10 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
-  async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+  async writeFile(path: string, data: Uint8Array, opts: WriteOptions = {}): Promise<void> {
     const temp = await this.#writeTemp(path, data, opts.mode);
     try {
+      await opts.beforeReplace?.();
       // rename(2) replaces whatever entry is at `path`, a symlink included: never writes through it.
       // No fsync: readers need atomicity, not durability; the store holds the real copy.
       await renamePath(temp, path);

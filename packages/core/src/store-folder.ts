@@ -1,4 +1,4 @@
-import { errorCode, fsError, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
+import { errorCode, fsError, unchangedSince, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
 import { MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
 import { pathSegments } from './memory-path.js';
 import type { PathReasonCode } from './reasons.js';
@@ -38,7 +38,9 @@ export type RefusalCode =
   /** A folder changed identity between two steps (unpinned handles only). */
   | 'swapped'
   /** Something is already where a download would create the file. */
-  | 'taken';
+  | 'taken'
+  /** The file a write was to replace changed after it was read. */
+  | 'changed_during_sync';
 
 export class FolderRefusal extends Error {
   override name = 'FolderRefusal';
@@ -195,8 +197,13 @@ export class StoreFolder {
    * there meanwhile, even one made after the check (`FileSystem.writeFileExclusive`, where the
    * seam has it). `firstDownload`: nobody else can write in the folder yet (the download made
    * before the agent is given it), so the check alone decides and the cheaper rename is used.
+   * `ifStill`: the file a pull read and means to replace, as its descriptor's fstat described
+   * it: replaced only while that very file, unwritten since, is at `wirePath`, checked before
+   * the write and again once the new content is in its temp file, right before the rename
+   * (`changed_during_sync` otherwise). An edit landing between that last check and the rename
+   * is still replaced: no call of Node's swaps two names atomically.
    */
-  write(wirePath: string, bytes: Uint8Array, opts: { onlyIfAbsent?: boolean; firstDownload?: boolean } = {}): Promise<void> {
+  write(wirePath: string, bytes: Uint8Array, opts: { onlyIfAbsent?: boolean; firstDownload?: boolean; ifStill?: FileStat } = {}): Promise<void> {
     return this.#act(() =>
       this.#inParent(wirePath, true, undefined, async (dir, name) => {
         const target = `${dir.path}/${name}`;
@@ -205,6 +212,11 @@ export class StoreFolder {
         if (opts.onlyIfAbsent && there && there.type !== 'directory') {
           throw new FolderRefusal('taken', wirePath, there.type === 'symlink' ? 'is a symlink' : 'already exists');
         }
+        const { ifStill } = opts;
+        const stillThere = ifStill && (async () => {
+          if (!unchangedSince(await this.fs.lstat(target), ifStill)) throw new FolderRefusal('changed_during_sync', wirePath, 'changed on disk during the sync');
+        });
+        if (ifStill && !unchangedSince(there, ifStill)) throw new FolderRefusal('changed_during_sync', wirePath, 'changed on disk during the sync');
         if (there?.type === 'directory') {
           // rmdir(2) refuses a folder that holds anything: only an empty one goes.
           try {
@@ -219,8 +231,9 @@ export class StoreFolder {
         const exclusive = opts.onlyIfAbsent && !opts.firstDownload ? this.fs.writeFileExclusive?.bind(this.fs) : undefined;
         try {
           if (exclusive) await exclusive(target, bytes, { mode: FILE_MODE });
-          else await this.fs.writeFile(target, bytes, { mode: FILE_MODE });
+          else await this.fs.writeFile(target, bytes, { mode: FILE_MODE, ...(stillThere && { beforeReplace: stillThere }) });
         } catch (err) {
+          if (err instanceof FolderRefusal) throw err;
           // Made there between the check above and the write: the agent's, never written over.
           if (exclusive && errorCode(err) === 'EEXIST') throw new FolderRefusal('taken', wirePath, 'was made during the sync');
           // A held folder the agent removed meanwhile takes no new entry (a pinned handle's

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
+import { appendFile, mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -54,6 +54,14 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     }
   };
   const apply = async (transfers: Transfer[]): Promise<Outcome[]> => applyPlan(io, transfers);
+  /** An in-place append, as a shell's `>>` does: same inode, new size and ctime. */
+  const appendTo = async (path: string, text: string) => {
+    if (kind === 'memfs') {
+      (fs as MemfsFileSystem).vol.appendFileSync(path, text);
+      return;
+    }
+    await appendFile(path, text);
+  };
 
   it('rename_local moves the file without fetching, then runs its follow-up at the new path; a changed file is not moved', async () => {
     const [memory] = client.seed(STORE, { '/b/a.md': 'alpha' });
@@ -174,6 +182,39 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
       expect(planted).toBe(true);
       expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'taken' });
       expect(await read('/sub/new.md')).toBe("the agent's");
+    } finally {
+      await raced.close();
+    }
+  });
+
+  it('a pull replaces a file only while it is the very file read: an edit made after the write began is kept', async () => {
+    await folder.write('/sub/a.md', new TextEncoder().encode('old'));
+    // The agent edits the file in place right after the write's own look at it: the file is
+    // still as read at that look, and no longer when the new content is ready to take its name.
+    let edits = 0;
+    const racing = new Proxy(fs, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key !== 'lstat') return value.bind(target);
+        return async (path: string) => {
+          const answer = await target.lstat(path);
+          if (answer?.type === 'file' && path.endsWith('/a.md') && edits++ === 0) {
+            await new Promise((resolve) => setTimeout(resolve, 15)); // a later clock tick for ctime
+            await appendTo(path, ", the agent's edit");
+          }
+          return answer;
+        };
+      },
+    });
+    const raced = await StoreFolder.open(racing, dir);
+    try {
+      const [outcome] = await applyPlan({ ...io, folder: raced }, [
+        { type: 'pull', path: '/sub/a.md', memoryId: 'mem_a', remoteSha: sha('remote'), expectLocal: sha('old'), reason: 'remote_changed', content: 'remote' },
+      ]);
+      expect(edits).toBeGreaterThan(1);
+      expect(outcome!.result).toMatchObject({ kind: 'skipped', code: 'changed_during_sync' });
+      expect(await read('/sub/a.md')).toBe("old, the agent's edit");
     } finally {
       await raced.close();
     }

@@ -1,4 +1,4 @@
-import { fsError, unpinnedDirHandle, type DirEntry, type DirHandle, type FileStat, type FileSystem, type OpenFile } from '@memory-mounter/core';
+import { fsError, unpinnedDirHandle, type DirEntry, type DirHandle, type FileStat, type FileSystem, type OpenFile, type WriteOptions } from '@memory-mounter/core';
 
 /** A FileSystem method, as `FaultyFileSystem` names the calls it can fail. */
 export type FileSystemOp = keyof FileSystem;
@@ -65,7 +65,7 @@ export class FaultyFileSystem implements FileSystem {
     return this.inner.readFile(path);
   }
 
-  async writeFile(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void> {
+  async writeFile(path: string, data: Uint8Array, opts?: WriteOptions): Promise<void> {
     this.#inject('writeFile', path);
     return this.inner.writeFile(path, data, opts);
   }

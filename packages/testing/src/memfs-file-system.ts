@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { fsError, tempFileName, unpinnedDirHandle } from '@memory-mounter/core';
-import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
+import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile, WriteOptions } from '@memory-mounter/core';
 import { Volume } from 'memfs';
 import type { DirectoryJSON, IFs } from 'memfs';
 
@@ -48,19 +48,35 @@ export class MemfsFileSystem implements FileSystem {
     return new Uint8Array(this.vol.readFileSync(path) as Buffer);
   }
 
-  async writeFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
-    this.#writeAtomically(path, data, opts.mode, false);
+  async writeFile(path: string, data: Uint8Array, opts: WriteOptions = {}): Promise<void> {
+    const temp = this.#writeTemp(path, data, opts.mode);
+    try {
+      await opts.beforeReplace?.();
+      // Our rename: it replaces a symlink at `path` rather than writing through it.
+      this.#rename(temp, path);
+    } catch (err) {
+      this.vol.rmSync(temp, { force: true });
+      throw err;
+    }
   }
 
   /**
-   * memfs changes only through its synchronous calls, and this method makes no other: nothing
-   * can come between its check of `path` and the rename, so check-then-rename is exclusive here.
+   * memfs changes only through its synchronous calls, and this method makes no other between
+   * its check of `path` and the rename: check-then-rename is exclusive here.
    */
   async writeFileExclusive(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
-    this.#writeAtomically(path, data, opts.mode, true);
+    const temp = this.#writeTemp(path, data, opts.mode);
+    try {
+      if (this.#lstat(path) !== null) throw fsError('EEXIST', 'link', path, 'already exists');
+      this.#rename(temp, path);
+    } catch (err) {
+      this.vol.rmSync(temp, { force: true });
+      throw err;
+    }
   }
 
-  #writeAtomically(path: string, data: Uint8Array, mode: number | undefined, exclusive: boolean): void {
+  /** The content in a fresh temp file beside `path`; its path. */
+  #writeTemp(path: string, data: Uint8Array, mode: number | undefined): string {
     const temp = posix.join(posix.dirname(path), tempFileName());
     // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
     // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
@@ -72,13 +88,11 @@ export class MemfsFileSystem implements FileSystem {
       } finally {
         this.vol.closeSync(fd);
       }
-      if (exclusive && this.#lstat(path) !== null) throw fsError('EEXIST', 'link', path, 'already exists');
-      // Our rename: it replaces a symlink at `path` rather than writing through it.
-      this.#rename(temp, path);
     } catch (err) {
       this.vol.rmSync(temp, { force: true });
       throw err;
     }
+    return temp;
   }
 
   async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {

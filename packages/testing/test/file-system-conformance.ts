@@ -138,6 +138,25 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
         expect(await names()).toEqual(['f']);
       });
 
+      it('calls beforeReplace with the new content whole in a temp file and the target untouched; a throw abandons the write', async () => {
+        await fs.writeFile(at('f'), bytes('old'));
+        const seen: { names: string[]; content: string }[] = [];
+        await fs.writeFile(at('f'), bytes('new'), {
+          beforeReplace: async () => {
+            const temp = (await names()).find((name) => name !== 'f')!;
+            seen.push({ names: await names(), content: await read('f') + '|' + (await read(temp)) });
+          },
+        });
+        expect(seen).toHaveLength(1);
+        expect(seen[0]!.names).toHaveLength(2);
+        expect(seen[0]!.content).toBe('old|new');
+        expect(await read('f')).toBe('new');
+        const refusal = new Error('changed meanwhile');
+        await expect(fs.writeFile(at('f'), bytes('newer'), { beforeReplace: async () => Promise.reject(refusal) })).rejects.toBe(refusal);
+        expect(await read('f')).toBe('new');
+        expect(await names()).toEqual(['f']);
+      });
+
       it('replaces a symlink at the target instead of writing through it', async () => {
         await fs.writeFile(at('victim'), bytes('original'));
         await h.makeSymlink(at('victim'), at('link'));

@@ -3,11 +3,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { NodeFileSystem, sha256Hex, type FileSystem } from '@memory-mounter/core';
+import { NodeFileSystem, sha256Hex, type FileStat, type FileSystem } from '@memory-mounter/core';
 import { applyPlan, scanStore, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
 import { writeMarker } from '../src/marker.js';
 import { MARKER_FILE } from '../src/limits.js';
 import { DISKS, RecordingLogger } from './harness.js';
+
+/**
+ * `inner`, with `act` run after each `lstat` and before its answer is returned: the agent acting
+ * at the very instant after one of the engine's checks.
+ */
+function afterEachLstat(inner: FileSystem, act: (path: string, answer: FileStat | null) => Promise<void>): FileSystem {
+  return new Proxy(inner, {
+    get: (target, key) => {
+      const value = Reflect.get(target, key) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key !== 'lstat') return value.bind(target);
+      return async (path: string) => {
+        const answer = await target.lstat(path);
+        await act(path, answer);
+        return answer;
+      };
+    },
+  });
+}
 
 /**
  * The executor on its own: it performs transfers and says what became of each, and writes no
@@ -159,22 +178,14 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     // The agent's file appears the instant after the write's absence check: the lstat that
     // finds nothing at the place plants it before answering.
     let planted = false;
-    const racing = new Proxy(fs, {
-      get: (target, key) => {
-        const value = Reflect.get(target, key) as unknown;
-        if (typeof value !== 'function') return value;
-        if (key !== 'lstat') return value.bind(target);
-        return async (path: string) => {
-          const answer = await target.lstat(path);
-          if (answer === null && !planted && path.endsWith('/new.md')) {
-            planted = true;
-            await target.writeFile(path, new TextEncoder().encode("the agent's"));
-          }
-          return answer;
-        };
-      },
-    });
-    const raced = await StoreFolder.open(racing, dir);
+    const raced = await StoreFolder.open(
+      afterEachLstat(fs, async (path, answer) => {
+        if (answer !== null || planted || !path.endsWith('/new.md')) return;
+        planted = true;
+        await fs.writeFile(path, new TextEncoder().encode("the agent's"));
+      }),
+      dir,
+    );
     try {
       const [outcome] = await applyPlan({ ...io, folder: raced }, [
         { type: 'pull', path: '/sub/new.md', memoryId: 'mem_new', remoteSha: sha('remote'), expectLocal: null, reason: 'new_remote', content: 'remote' },
@@ -192,22 +203,14 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     // The agent edits the file in place right after the write's own look at it: the file is
     // still as read at that look, and no longer when the new content is ready to take its name.
     let edits = 0;
-    const racing = new Proxy(fs, {
-      get: (target, key) => {
-        const value = Reflect.get(target, key) as unknown;
-        if (typeof value !== 'function') return value;
-        if (key !== 'lstat') return value.bind(target);
-        return async (path: string) => {
-          const answer = await target.lstat(path);
-          if (answer?.type === 'file' && path.endsWith('/a.md') && edits++ === 0) {
-            await new Promise((resolve) => setTimeout(resolve, 15)); // a later clock tick for ctime
-            await appendTo(path, ", the agent's edit");
-          }
-          return answer;
-        };
-      },
-    });
-    const raced = await StoreFolder.open(racing, dir);
+    const raced = await StoreFolder.open(
+      afterEachLstat(fs, async (path, answer) => {
+        if (answer?.type !== 'file' || !path.endsWith('/a.md') || edits++ > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 15)); // a later clock tick for ctime
+        await appendTo(path, ", the agent's edit");
+      }),
+      dir,
+    );
     try {
       const [outcome] = await applyPlan({ ...io, folder: raced }, [
         { type: 'pull', path: '/sub/a.md', memoryId: 'mem_a', remoteSha: sha('remote'), expectLocal: sha('old'), reason: 'remote_changed', content: 'remote' },

@@ -10,6 +10,13 @@
  *   non-directory (`ENOTDIR`), `writeFile` replaces a link at the target rather than writing
  *   through it, `rm` removes the link, not what it points at.
  * - Errors carry Node's `code` strings (`ENOENT`, `EEXIST`, `ELOOP`, `EACCES`, `ENOTDIR`, ...).
+ * - `writeFile` calls its `beforeReplace` option, when given, right before the new content takes
+ *   the name.
+ *
+ * The optional members make the engine cheaper or safer where a filesystem can offer them, and
+ * each says what the engine does without it: `lstatAll` (a folder described in one call),
+ * `writeFileExclusive` (a new file that never replaces one made meanwhile), `readLinkSync`
+ * (`checkWrite` follows links as the kernel will).
  *
  * Folders the engine syncs are reached only through `openDir` handles (see `StoreFolder`): the
  * engine builds `${handle.path}/${name}` and never a path of its own below a store folder. Where

@@ -85,6 +85,14 @@ export class StoreSync {
   /** The store's side as known between passes, kept current by the change feed. */
   readonly #remote: RemoteView;
   readonly #pool: Semaphore;
+  /**
+   * The baseline a re-download cleared, until that download settles (`keepAgreedBaseline`) or,
+   * when it failed before settling (an outage during its listing), until the next pass takes it
+   * up (`takeUpAgreed`). Without it, a file the agent made at a memory's place after the wipe
+   * would meet the store's copy, the engine's own earlier push, with no baseline: a conflict the
+   * store wins, and the agent's write gone (reliability B18).
+   */
+  #clearedBaseline: ReadonlyMap<string, string> | null = null;
 
   constructor(
     readonly mount: MountedStore,
@@ -119,8 +127,10 @@ export class StoreSync {
     const { client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
-    // wiped folder must never read as the agent's deletions if the listing fails part-way.
-    const before = new Map(this.state.baseline);
+    // wiped folder must never read as the agent's deletions if the listing fails part-way. What
+    // it agreed on is kept aside for the files made since (see #clearedBaseline).
+    const before = new Map([...(this.#clearedBaseline ?? []), ...this.state.baseline]);
+    this.#clearedBaseline = before.size > 0 ? before : null;
     this.state.baseline.clear();
     this.state.baselineIds.clear();
     this.state.missingSince.clear();
@@ -169,6 +179,7 @@ export class StoreSync {
     const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
     this.keepAgreedBaseline(before, remote, outcomes);
+    this.#clearedBaseline = null;
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -291,6 +302,10 @@ export class StoreSync {
     const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.unknownWrites = unknownWrites;
+    if (this.#clearedBaseline) {
+      this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
+      this.#clearedBaseline = null;
+    }
     const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
@@ -377,6 +392,18 @@ export class StoreSync {
       if (agreed !== undefined && remote.get(action.path)?.sha === agreed && !this.state.baseline.has(action.path)) {
         this.state.baseline.set(action.path, agreed);
       }
+    }
+  }
+
+  /**
+   * After a re-download that failed before it settled: the same rule as `keepAgreedBaseline`,
+   * taken up by the next pass. A file standing at a path of the cleared baseline, where the
+   * store still holds exactly what that entry says, is an edit of that memory: the entry comes
+   * back. A path with no file never does, so the wipe still never reads as deletions.
+   */
+  private takeUpAgreed(cleared: ReadonlyMap<string, string>, files: ReadonlyMap<string, unknown>, remote: ReadonlyMap<string, RemoteEntry>): void {
+    for (const [path, agreed] of cleared) {
+      if (!this.state.baseline.has(path) && files.has(path) && remote.get(path)?.sha === agreed) this.state.baseline.set(path, agreed);
     }
   }
 

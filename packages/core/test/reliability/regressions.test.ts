@@ -528,6 +528,26 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
     ]),
   );
 
+  // B18, seed 20261302 run 2909 (memfs, feed off). /a.md is pushed; the folder is removed; the
+  // forced pass re-creates it and re-downloads during an outage, and the agent writes /a.md while
+  // the download lists. The listing fails, so the download never settled: the baseline it had
+  // cleared was gone, and the next pass met the agent's file and the store's copy (the engine's
+  // own push) as "both created": the store won (I2). Fixed: the cleared baseline is kept until a
+  // download settles or the next pass takes it up for the files standing at its paths.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `B18 (${disk}): an agent write after a wipe whose re-download failed is pushed, not lost to the engine's own earlier push`,
+      replay({ disk, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 }, [
+        new AgentWrite('rw', '/a.md'),
+        new Reconcile(true),
+        new OutageFor(1),
+        new WipeFolder('rw', 'remove_folder'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new RemoteDelete('ro', '/a.md'),
+      ]),
+    );
+  }
+
   // Seed 20261211 (a model error): the fake forgets the path of a redacted version, so the oracle
   // did not know the memory the flush updated by id had been at the path the edit was made.
   it(

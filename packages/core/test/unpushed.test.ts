@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreSyncReport } from '@memory-mounter/core';
+import { emptyPassReport } from '@memory-mounter/core/engine';
 import { localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/unpushed.js';
 
 /** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
@@ -57,17 +58,7 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     path: '/host/x',
     access: 'read_write',
     status: 'synced',
-    pulled: [],
-    pushed: [],
-    deletedLocal: [],
-    deletedRemote: [],
-    renamed: [],
-    conflicts: [],
-    refused: [],
-    pendingDeletions: [],
-    skippedPaths: [],
-    errors: [],
-    cutOff: [],
+    ...emptyPassReport(),
     ...over,
   };
 }

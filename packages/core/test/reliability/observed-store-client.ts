@@ -92,10 +92,7 @@ export class ObservedStoreClient implements StoreClient {
 
   private async *readVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
     const request: OutgoingRequest = { op: 'listVersions', storeId };
-    await this.observer.beforeRequest(request);
-    const fault = this.observer.intercept?.(request);
-    if (fault?.kind === 'outage') throw this.outage(request);
-    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    const fault = await this.opening(request);
     const feedFault = this.observer.feedFault?.(request);
     try {
       if (feedFault?.kind === 'fail') {
@@ -127,10 +124,7 @@ export class ObservedStoreClient implements StoreClient {
   private async *readFolder(storeId: string, opts: StoreListFolderOptions = {}): AsyncIterable<StoreFolderEntry> {
     // On the wire a folder listing is the memory listing with depth=1: it logs, fails and stalls as `list`.
     const request: OutgoingRequest = { op: 'list', storeId };
-    await this.observer.beforeRequest(request);
-    const fault = this.observer.intercept?.(request);
-    if (fault?.kind === 'outage') throw this.outage(request);
-    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    const fault = await this.opening(request);
     const folderFault = this.observer.folderFault?.(request);
     try {
       const entries: StoreFolderEntry[] = [];
@@ -155,10 +149,7 @@ export class ObservedStoreClient implements StoreClient {
     opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
   ): AsyncIterable<StoreMemory> {
     const request: OutgoingRequest = { op: 'list', storeId };
-    await this.observer.beforeRequest(request);
-    const fault = this.observer.intercept?.(request);
-    if (fault?.kind === 'outage') throw this.outage(request);
-    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    const fault = await this.opening(request);
     try {
       let first = true;
       for await (const memory of this.fake.list(storeId, opts)) {
@@ -203,6 +194,18 @@ export class ObservedStoreClient implements StoreClient {
   delete(storeId: string, memoryId: string, opts: { expected_content_sha256?: string; signal?: AbortSignal } = {}): Promise<void> {
     const request = this.resolve({ op: 'delete', storeId, memoryId, expectedSha: opts.expected_content_sha256 });
     return this.send(request, () => this.fake.delete(storeId, memoryId, opts));
+  }
+
+  /**
+   * The start of a listing: observed, then the fault it meets, if any. An outage fails it and a
+   * stall `before` never answers here; any other fault is the caller's to play as it reads.
+   */
+  private async opening(request: OutgoingRequest): Promise<Interception | undefined> {
+    await this.observer.beforeRequest(request);
+    const fault = this.observer.intercept?.(request);
+    if (fault?.kind === 'outage') throw this.outage(request);
+    if (fault?.kind === 'stall' && fault.at === 'before') await never();
+    return fault;
   }
 
   private outage(request: OutgoingRequest): StoreError {

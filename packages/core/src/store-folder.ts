@@ -213,10 +213,12 @@ export class StoreFolder {
           throw new FolderRefusal('taken', wirePath, there.type === 'symlink' ? 'is a symlink' : 'already exists');
         }
         const { ifStill } = opts;
+        const changed = () => new FolderRefusal('changed_during_sync', wirePath, 'changed on disk during the sync');
+        if (ifStill && !unchangedSince(there, ifStill)) throw changed();
+        // Looked at again once the new content is ready, right before it replaces the file.
         const stillThere = ifStill && (async () => {
-          if (!unchangedSince(await this.fs.lstat(target), ifStill)) throw new FolderRefusal('changed_during_sync', wirePath, 'changed on disk during the sync');
+          if (!unchangedSince(await this.fs.lstat(target), ifStill)) throw changed();
         });
-        if (ifStill && !unchangedSince(there, ifStill)) throw new FolderRefusal('changed_during_sync', wirePath, 'changed on disk during the sync');
         if (there?.type === 'directory') {
           // rmdir(2) refuses a folder that holds anything: only an empty one goes.
           try {

@@ -379,7 +379,7 @@ export class StoreSync {
     // What the store holds now (the listing, plus this pass's own writes and fetches) names the
     // memory behind each baseline path, for the next pass's rename detection.
     this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
-    this.#remote.keepGone(new Set(this.state.baselineIds.values()));
+    if (this.#remote.absenceEvidence().gone.size > 0) this.#remote.keepGone(new Set(this.state.baselineIds.values()));
     const { logger, events } = this.deps;
     for (const notice of settled.notices) {
       logger[notice.level](notice.message, notice.fields);

@@ -111,7 +111,7 @@ function perform(io: ApplyIO, action: Transfer, learned: RemoteChange[]): Promis
     case 'create':
       return push(io, action, learned);
     case 'delete_local':
-      return deleteLocal(io, action);
+      return deleteLocal(io, action, learned);
     case 'delete_remote':
       return deleteRemote(io, action, learned);
     case 'rename_local':
@@ -268,7 +268,17 @@ async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localS
   events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
 }
 
-async function deleteLocal(io: ApplyIO, action: DeleteLocal): Promise<Result> {
+async function deleteLocal(io: ApplyIO, action: DeleteLocal, learned: RemoteChange[]): Promise<Result> {
+  if (action.corroborate) {
+    // Missing from one listing only (absence.ts): asked first, so that a memory the listing
+    // missed is never taken for deleted. Only `not_found` confirms; any other failure is thrown
+    // (a failed outcome: nothing deleted, the file kept), and the disk is re-checked after it.
+    const found = await confirmedGone(io, action.corroborate.memoryId, learned);
+    if (found) {
+      const where = found.path === action.path ? 'the store still holds it' : `the store holds it at ${found.path} (renamed); the next pass follows it`;
+      return skipped('absence_unconfirmed', `missing from the listing, but ${where}; not deleted`);
+    }
+  }
   const now = await io.folder.read(action.path);
   if (!stillAsPlanned(now, action.expectLocal)) {
     return skipped(now.kind === 'other' ? now.code : 'changed_during_sync', 'changed on disk during the sync; not deleted');
@@ -309,6 +319,24 @@ async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteCh
   learned.push({ kind: 'deleted', memoryId: action.memoryId, ...(notFound && { notFound }) });
   io.events?.deleted({ path, side: 'remote' });
   return { kind: 'done' };
+}
+
+/**
+ * Asks the store for a memory one listing missed: `null` when it answers `not_found` (the absence
+ * confirmed), else the memory as it holds it now. Either answer is learned for the remote view:
+ * a memory found is in the view again, where it is (the next pass follows a rename), and a
+ * deletion is known as one, corroborated by the listing and the answer together.
+ */
+async function confirmedGone(io: ApplyIO, memoryId: string, learned: RemoteChange[]): Promise<StoreMemory | null> {
+  try {
+    const memory = await storeCall(io.client.get(io.memoryStoreId, memoryId, { signal: io.signal }));
+    learned.push({ kind: 'memory', memory });
+    return memory;
+  } catch (err) {
+    if (asStoreError(err).kind !== 'not_found') throw err;
+    learned.push({ kind: 'deleted', memoryId });
+    return null;
+  }
 }
 
 /** The local state a planner expected (`null`: absent) still holds. */

@@ -20,6 +20,11 @@
  * after each settle, refresh them with `baselineIdsAfter` from what the store now holds; a
  * memory renamed on either side then keeps its id (`rename_local`, `rename_remote` transfers).
  *
+ * Absences: a memory missing from one listing is not taken for deleted (`judgeAbsence`): give
+ * `planStore` what corroborates absences (`PlanInput.absence`: ids the store said are deleted, the
+ * ids it holds, the listing's serial, and `SyncState.absentFrom`); without it every
+ * `remote_missing` delete asks the store first (`DeleteLocal.corroborate`).
+ *
  * `SyncState` is what a pass carries to the next (`emptySyncState()` before the first). A
  * push-only pass (finalize's flush) is `pushOnlyView(plan)`. The library a host normally uses
  * is the package's main entry, `@memory-mounter/core`.
@@ -31,6 +36,7 @@ export type {
   BaselineAction,
   ReportAction,
   Cell,
+  DeleteLocal,
   Plan,
   PlanInput,
   PullReason,
@@ -39,6 +45,7 @@ export type {
   RenameRemote,
   Row,
 } from './plan.js';
+export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './absence.js';
 export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename } from './renames.js';
 export { scanStore, CARRY_BUDGET_BYTES, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
 export type { MarkerState } from './marker.js';

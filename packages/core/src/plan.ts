@@ -1,4 +1,5 @@
 import type { LocalFile } from './scan.js';
+import { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence } from './absence.js';
 import { ancestorPaths } from './memory-path.js';
 import { detectRenames } from './renames.js';
 import type { PathReasonCode, Reason } from './reasons.js';
@@ -46,6 +47,12 @@ export interface PlanInput {
   /** path -> sha of local content already refused (by us or the server): not retried until it changes. */
   refused: ReadonlyMap<string, string>;
   /**
+   * What corroborates that a memory missing from `remote` is gone from the store (absence.ts).
+   * Absent: nothing does but the memory's id being nowhere in `remote`, so every `remote_missing`
+   * path is confirmed with the store before its file is deleted.
+   */
+  absence?: AbsenceEvidence;
+  /**
    * A new local file modified after this instant (host clock, ms) is left for the next pass;
    * `null` takes every file as it is (the final passes).
    */
@@ -87,11 +94,16 @@ export interface Create {
   localSha: string;
   reason: 'new_local' | 'recreate';
 }
-/** Remove the local file, if it still is `expectLocal`. */
+/**
+ * Remove the local file, if it still is `expectLocal`. `corroborate`: the memory was absent from
+ * one listing only (absence.ts), so the executor first asks the store for it by id and deletes
+ * only on `not_found`; a memory found (at this path or another) is learned and the file kept.
+ */
 export interface DeleteLocal {
   type: 'delete_local';
   path: string;
   expectLocal: string;
+  corroborate?: { memoryId: string };
 }
 /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
 export interface DeleteRemote {
@@ -178,6 +190,11 @@ export interface Plan {
   /** Local deletions not sent this pass (grace, cap, `log_only`, `disabled`). */
   pendingDeletions: string[];
   /**
+   * path -> serial of the first full listing its memory was missing from, for every path whose
+   * absence is still unconfirmed after this plan (absence.ts): the next `absentFrom`.
+   */
+  absentFrom: Map<string, number>;
+  /**
    * Paths left alone, with why: under a folder the scan could not see into, or written too
    * recently. (A path the scan itself blocked is reported by the scan, not repeated here.)
    */
@@ -243,7 +260,7 @@ export function deleteCap(baselineSize: number): number {
 
 export function planStore(input: PlanInput): Plan {
   const { access, deletionMode, now, graceMs, baseline, localFiles, remote, missingSince, refused } = input;
-  const plan: Plan = { transfers: [], baselineOnly: [], reportOnly: [], missingSince: new Map(), pendingDeletions: [], skipped: [] };
+  const plan: Plan = { transfers: [], baselineOnly: [], reportOnly: [], missingSince: new Map(), pendingDeletions: [], absentFrom: new Map(), skipped: [] };
   const cap = deleteCap(baseline.size);
   let deletesThisPass = 0;
   const readWrite = access === 'read_write';
@@ -287,6 +304,9 @@ export function planStore(input: PlanInput): Plan {
     refused,
   });
   const claimed = new Set<string>();
+  const absence: AbsenceEvidence = input.absence ?? { gone: new Set(), held: new Set([...remote.values()].map((r) => r.id)), listing: 0, absentFrom: new Map() };
+  /** `remote_missing` paths whose absence is not corroborated: decided together once the rows ran. */
+  const unconfirmed: { path: string; expectLocal: string; memoryId: string | undefined }[] = [];
   for (const r of renames.remote) {
     claimed.add(r.from).add(r.to);
     const local = localFiles.get(r.alreadyMoved ? r.to : r.from)!;
@@ -398,10 +418,18 @@ export function planStore(input: PlanInput): Plan {
         plan.baselineOnly.push({ type: 'forget', path });
         break;
 
-      case 'remote_missing':
-        // R gone, L = B: deleted in the store, untouched here. Follow the store.
-        plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
+      case 'remote_missing': {
+        // R gone, L = B: deleted in the store, untouched here. Follow the store, once the absence
+        // is corroborated (absence.ts): a listing can miss a memory that is still there.
+        const memoryId = input.baselineIds?.get(path);
+        const verdict = judgeAbsence(path, memoryId, absence);
+        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
+        else {
+          plan.absentFrom.set(path, verdict.firstListing);
+          unconfirmed.push({ path, expectLocal: cell.local.sha, memoryId });
+        }
         break;
+      }
 
       case 'remote_missing_local_edited':
         // R gone, L != B: the file is now the only copy of this memory. Never drop it.
@@ -423,6 +451,18 @@ export function planStore(input: PlanInput): Plan {
       case 'new_remote':
         pull(path, cell.remote, null, 'new_remote');
         break;
+    }
+  }
+
+  // Unconfirmed absences: each asked about by id just before its delete, while they are few;
+  // many at once (more likely one short listing than many deletions), or one with no id to ask
+  // about, wait for the next full listing. Either way the file stays until the store confirms.
+  const ask = unconfirmed.length <= MAX_ABSENCE_GETS;
+  for (const { path, expectLocal, memoryId } of unconfirmed) {
+    if (ask && memoryId !== undefined) plan.transfers.push({ type: 'delete_local', path, expectLocal, corroborate: { memoryId } });
+    else {
+      const why = memoryId === undefined ? 'no memory id is recorded for it' : `${unconfirmed.length} memories were missing at once`;
+      plan.skipped.push({ path, code: 'absence_unconfirmed', reason: `missing from one listing only (${why}); kept until a second listing confirms the deletion` });
     }
   }
   return plan;
@@ -450,7 +490,9 @@ export function pushOnlyView(plan: Plan): Plan {
       else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where });
     }
   }
-  return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], skipped: plan.skipped };
+  // A flush never deletes, so an absence waiting for confirmation is not its news.
+  const skipped = plan.skipped.filter((s) => s.code !== 'absence_unconfirmed');
+  return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], absentFrom: plan.absentFrom, skipped };
 }
 
 /** Every action of a plan, in one list (transfers first). */

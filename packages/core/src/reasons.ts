@@ -76,6 +76,11 @@ export type PathReasonCode =
   | 'renamed_during_sync'
   /** A file missing at planning time was back before its remote delete. */
   | 'reappeared'
+  /**
+   * The memory was absent from one listing only: the file is kept, not deleted, until the store
+   * confirms the deletion (a `get` answering `not_found`, a `deleted` version, a second listing).
+   */
+  | 'absence_unconfirmed'
   /** The store marker failed its last-moment check: no remote delete sent. */
   | 'marker_check_failed'
   /** Both sides changed differently; the store keeps its version (SPEC 4.2). */

@@ -59,6 +59,12 @@ export interface RemoteFeedState {
   seen: ReadonlyMap<string, Instant>;
   /** The best lower bound known on the server's clock. */
   mark: ServerClockMark | null;
+  /**
+   * Ids of memories the store itself said are deleted (a `deleted` version folded, this session's
+   * delete, a `not_found`), until a listing, version or write shows them again: what corroborates
+   * a memory's absence (absence.ts), where a listing's silence alone does not.
+   */
+  gone: ReadonlySet<string>;
 }
 
 /** When one read (a feed read, a listing) ran, on the host's monotonic clock, in ms. */
@@ -109,7 +115,7 @@ export type FoldResult =
   | { kind: 'doubt'; doubt: FeedDoubt };
 
 export function emptyFeedState(): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: null };
+  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set() };
 }
 
 /**
@@ -118,7 +124,7 @@ export function emptyFeedState(): RemoteFeedState {
  * stays: it is about the server, not about this store's content.
  */
 export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark };
+  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set() };
 }
 
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
@@ -189,12 +195,20 @@ export function foldVersions(
     else byMemory.set(stamped.version.memory_id, [stamped]);
   }
   let memories: Map<string, KnownMemory> | undefined;
+  let gone: Set<string> | undefined;
   const moved = new Set<string>();
   let changed = 0;
   for (const [memoryId, stamped] of byMemory) {
     stamped.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
     const step = foldMemory(state.memories.get(memoryId), stamped);
     if (step.kind === 'doubt') return step;
+    // Gone by the end of this read, whether known before or not: the store said so.
+    const deleted = stamped.at(-1)!.version.operation === 'deleted';
+    if (deleted !== state.gone.has(memoryId) && (deleted || step.kind === 'set')) {
+      gone ??= new Set(state.gone);
+      if (deleted) gone.add(memoryId);
+      else gone.delete(memoryId);
+    }
     if (step.kind === 'keep') continue;
     // Copied once, on the first change: an idle read costs no copy of a large store.
     memories ??= new Map(state.memories);
@@ -214,7 +228,7 @@ export function foldVersions(
   const seen = new Map<string, Instant>();
   for (const [id, at] of state.seen) if (at >= next.since!) seen.set(id, at);
   for (const [id, { at }] of fresh) if (at >= next.since!) seen.set(id, at);
-  return { kind: 'folded', state: { memories: memories ?? state.memories, since: next.since, seen, mark: next.mark }, changed };
+  return { kind: 'folded', state: { memories: memories ?? state.memories, since: next.since, seen, mark: next.mark, gone: gone ?? state.gone }, changed };
 }
 
 interface Stamped {
@@ -377,7 +391,10 @@ export function stateFromListing(
     for (const [id, at] of previous.seen) if (at >= since) seen.set(id, at);
     for (const [id, at] of accountedAt) if (at >= since) seen.set(id, at);
   }
-  return { memories, since, seen, mark: clock.mark };
+  // A deletion the store reported stays known across the listing (which cannot show it), unless
+  // the listing shows the memory after all (the `not_found` was spurious).
+  const gone = new Set([...previous.gone].filter((id) => !memories.has(id)));
+  return { memories, since, seen, mark: clock.mark, gone };
 }
 
 /** What the state keeps of a memory a listing, a write or a fetch returned. */
@@ -416,10 +433,21 @@ function serverAtLeast(mark: ServerClockMark, localMs: number): Instant {
   return mark.at + BigInt(elapsed) * NS_PER_MS;
 }
 
-/** Folds what this session's own write or fetch returned into `memories` (mutated). */
-export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange): void {
-  if (change.kind === 'deleted') memories.delete(change.memoryId);
-  else memories.set(change.memory.id, knownFrom(change.memory));
+/** Folds what this session's own write or fetch returned into `memories` and `gone` (both mutated). */
+export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Set<string>): void {
+  if (change.kind === 'deleted') {
+    memories.delete(change.memoryId);
+    gone?.add(change.memoryId);
+  } else {
+    memories.set(change.memory.id, knownFrom(change.memory));
+    gone?.delete(change.memory.id);
+  }
+}
+
+/** The state with `gone` cut down to the ids in `keep` (the ones a baseline path still names): what bounds it. */
+export function keepGone(state: RemoteFeedState, keep: ReadonlySet<string>): RemoteFeedState {
+  if ([...state.gone].every((id) => keep.has(id))) return state;
+  return { ...state, gone: new Set([...state.gone].filter((id) => keep.has(id))) };
 }
 
 /** Options of the full-listing cadence, resolved. */
@@ -440,6 +468,8 @@ export type FullListingReason =
   | 'feed_error'
   /** The store contradicted the view at the last pass's writes (remote-view.ts `distrust`). */
   | 'contradicted'
+  /** The last pass kept files whose memories one listing missed: a second listing settles them (absence.ts). */
+  | 'unconfirmed_absence'
   | FeedDoubtCode;
 
 export interface ReadChoiceInput {

@@ -5,6 +5,7 @@ import {
   foldVersions,
   forgetMemories,
   formatTimestamp,
+  keepGone,
   learnChange,
   stateFromListing,
   type FullListingReason,
@@ -20,6 +21,7 @@ import { fanOutPays, listStore } from './store-listing.js';
 import type { StoreClient, StoreMemoryVersion } from './store-client.js';
 import type { Logger } from './types.js';
 import type { Semaphore } from 'async-mutex';
+import type { AbsenceEvidence } from './absence.js';
 
 /** How a pass learns the store's side: `auto` (the feed when it can), `full` (list it), `reuse` (what the last pass learned). */
 export type RemoteReadMode = 'auto' | 'full' | 'reuse';
@@ -68,6 +70,10 @@ export class RemoteView {
   #refused: string | null = null;
   /** Why the next read must be a full listing (the store contradicted the view); `null`: no such reason. */
   #distrusted: string | null = null;
+  /** Why the next read of the store must be a full listing, though what this pass read may be reused; `null`: no such reason. */
+  #listingWanted: string | null = null;
+  /** Full listings this view has rested on, this session: the serial of the one it rests on now. */
+  #listings = 0;
   #passesSinceFull = 0;
   #lastFullAt: number | null = null;
   /** The current pass read the store (or learned it by download): the next one may reuse that. */
@@ -106,6 +112,25 @@ export class RemoteView {
     this.#reusable = false;
   }
 
+  /**
+   * Files were kept whose memories the last listing missed (absence.ts): the next read of the
+   * store lists it in full, to confirm or refute those absences. Unlike `distrust`, what this
+   * pass read may still be reused (the flush after the final sync deletes nothing).
+   */
+  wantListing(reason: string): void {
+    this.#listingWanted = reason;
+  }
+
+  /** What the view knows that corroborates a memory's absence, for the planner (absence.ts). */
+  absenceEvidence(): Omit<AbsenceEvidence, 'absentFrom'> {
+    return { gone: this.#state.gone, held: this.#state.memories, listing: this.#listings };
+  }
+
+  /** Deletions the store reported stay known only for memories a baseline path still names (`keep`). */
+  keepGone(keep: ReadonlySet<string>): void {
+    this.#state = keepGone(this.#state, keep);
+  }
+
   /** A full listing made elsewhere (the download, with content) becomes the view. */
   adoptListing(listed: readonly ListedMemory[], times: ReadTimes, now: number): void {
     this.#setFromListing(listed, times, now);
@@ -115,7 +140,7 @@ export class RemoteView {
   learn(change: RemoteChange): void {
     // Changed in place: this map is the view's own (a fold that changes anything returns a copy,
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
-    learnChange(this.#state.memories as Map<string, KnownMemory>, change);
+    learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Set<string>);
     this.#index = null;
     // A deletion only inferred from `not_found`: if the answer was spurious, no version will
     // ever bring the memory back into the view, so the next read lists in full.
@@ -132,7 +157,8 @@ export class RemoteView {
       this.#readThisPass = true;
       return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' } };
     }
-    const choice = this.#distrusted !== null ? ({ kind: 'full', reason: 'contradicted' } as const) : chooseRead({
+    const wanted = this.#distrusted !== null ? ('contradicted' as const) : this.#listingWanted !== null ? ('unconfirmed_absence' as const) : null;
+    const choice = wanted !== null ? ({ kind: 'full', reason: wanted } as const) : chooseRead({
       mode: opts.mode === 'full' ? 'full' : 'auto',
       feed: !this.#deps.client.listVersions ? 'absent' : this.#refused !== null ? 'refused' : 'available',
       since: this.#state.since,
@@ -217,6 +243,8 @@ export class RemoteView {
   #setFromListing(listed: readonly ListedMemory[], times: ReadTimes, now: number, accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes }): void {
     this.#state = stateFromListing(this.#state, listed, times, accounted);
     this.#distrusted = null;
+    this.#listingWanted = null;
+    this.#listings++;
     this.#index = null;
     this.#passesSinceFull = 0;
     this.#lastFullAt = now;

@@ -20,7 +20,7 @@ import type { SyncState } from './sync-state.js';
  */
 
 /** The parts of the engine's state a pass moves. */
-export type SettledState = Pick<SyncState, 'baseline' | 'missingSince' | 'refused' | 'unknownWrites' | 'warned'>;
+export type SettledState = Pick<SyncState, 'baseline' | 'missingSince' | 'absentFrom' | 'refused' | 'unknownWrites' | 'warned'>;
 
 /** What one pass did, as the store report lists it. */
 export type PassReport = Pick<
@@ -68,6 +68,7 @@ export function settle(before: Readonly<SettledState>, plan: Plan, outcomes: rea
   const state: SettledState = {
     baseline: new Map(before.baseline),
     missingSince: new Map(plan.missingSince),
+    absentFrom: new Map(plan.absentFrom),
     refused: new Map(before.refused),
     unknownWrites: new Map(before.unknownWrites),
     warned: new Set(before.warned),
@@ -107,7 +108,11 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
 
     case 'skipped':
       report.skippedPaths.push({ path, code: result.code, reason: result.detail });
-      if (result.code === 'remote_too_large') {
+      if (result.code === 'absence_unconfirmed') {
+        // The store still holds the memory one listing missed: that absence is refuted, the file kept.
+        state.absentFrom.delete(path);
+        notices.push({ level: 'info', message: 'kept: the memory was missing from the listing, but the store still holds it', fields: { path, detail: result.detail } });
+      } else if (result.code === 'remote_too_large') {
         // A lasting condition: warned once per path and size, not every pass.
         warnOnce(`skip:${result.code}:${path}:${result.detail}`, { level: 'warn', message: 'remote memory over the size limit; not written to disk', fields: { path, detail: result.detail } });
       } else {
@@ -175,6 +180,7 @@ function settleDone(action: Transfer, sha: string | undefined, sent: boolean, st
 
     case 'delete_local':
       state.baseline.delete(path);
+      state.absentFrom.delete(path);
       report.deletedLocal.push(path);
       return;
 

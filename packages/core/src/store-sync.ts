@@ -134,6 +134,7 @@ export class StoreSync {
     this.state.baseline.clear();
     this.state.baselineIds.clear();
     this.state.missingSince.clear();
+    this.state.absentFrom.clear();
     this.state.scanCache.clear();
     this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
@@ -208,6 +209,7 @@ export class StoreSync {
     this.state.baselineIds = new Map([...(recorded.memoryIds ?? [])].filter(([path]) => recorded.baseline.has(path)));
     this.state.unknownWrites = new Map(recorded.unknownWrites);
     this.state.missingSince.clear();
+    this.state.absentFrom.clear();
     this.state.scanCache.clear();
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     this.#folder.release();
@@ -320,6 +322,7 @@ export class StoreSync {
       remote,
       missingSince: state.missingSince,
       refused: state.refused,
+      absence: { ...this.#remote.absenceEvidence(), absentFrom: state.absentFrom },
     });
     const plan = opts.pushOnly ? pushOnlyView(full) : full;
     const outcomes = await this.apply(plan, opts.signal, this.deps.events, scanned.carried);
@@ -330,6 +333,16 @@ export class StoreSync {
     // next read lists in full rather than trust the feed.
     const contradiction = report.errors.find((e) => CONTRADICTIONS.has(e.kind));
     if (contradiction) this.#remote.distrust(`${contradiction.operation} of ${contradiction.path} failed: ${contradiction.kind}`);
+    // Files kept whose memories one listing missed, and that no `get` settled (too many at once,
+    // no id, the get failed): the next read lists in full, and a path missing from that listing
+    // too is deleted then (absence.ts). A flush deletes nothing, so it does not ask for one.
+    if (!opts.pushOnly && state.absentFrom.size > 0) {
+      this.#remote.wantListing(`${state.absentFrom.size} memories missing from one listing`);
+      logger.info('files kept: their memories were missing from one listing; the next pass lists the store again to confirm', {
+        path: mount.path,
+        paths: [...state.absentFrom.keys()].sort(),
+      });
+    }
   }
 
   /** The plan's transfers through the executor; what the store answered feeds the remote view. */
@@ -366,6 +379,7 @@ export class StoreSync {
     // What the store holds now (the listing, plus this pass's own writes and fetches) names the
     // memory behind each baseline path, for the next pass's rename detection.
     this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
+    if (this.#remote.absenceEvidence().gone.size > 0) this.#remote.keepGone(new Set(this.state.baselineIds.values()));
     const { logger, events } = this.deps;
     for (const notice of settled.notices) {
       logger[notice.level](notice.message, notice.fields);

@@ -15,6 +15,11 @@ export interface SyncState {
   baselineIds: Map<string, string>;
   /** path -> clock (ms) when a file went missing while its memory was unchanged. */
   missingSince: Map<string, number>;
+  /**
+   * path -> serial of the first full listing that missed its memory, while that absence is not
+   * corroborated (absence.ts): the file is kept meanwhile. Reset whenever the view is.
+   */
+  absentFrom: Map<string, number>;
   /** path -> sha of local content the store refused or that can never be pushed. */
   refused: Map<string, string>;
   /** path -> sha sent by a write whose outcome is unknown (`unavailable`). */
@@ -32,6 +37,7 @@ export function emptySyncState(): SyncState {
     baseline: new Map(),
     baselineIds: new Map(),
     missingSince: new Map(),
+    absentFrom: new Map(),
     refused: new Map(),
     unknownWrites: new Map(),
     warned: new Set(),

@@ -124,6 +124,47 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     expect(client.memories(STORE).map((m) => [m.id, m.path])).toEqual([[memory!.id, '/b.md']]);
   });
 
+  it('delete_local to corroborate: the store is asked first; a memory found (here or renamed) keeps the file, only not_found deletes it', async () => {
+    const [kept, renamed, gone] = client.seed(STORE, { '/kept.md': 'kept', '/renamed.md': 'renamed', '/gone.md': 'gone' });
+    for (const name of ['kept', 'renamed', 'gone']) await folder.write(`/${name}.md`, new TextEncoder().encode(name));
+    client.renameMemory(STORE, '/renamed.md', '/elsewhere/renamed.md');
+    client.deleteMemory(STORE, '/gone.md');
+    const ask = (path: string, memoryId: string): Transfer => ({ type: 'delete_local', path, expectLocal: sha(path.slice(1, -3)), corroborate: { memoryId } });
+    const before = client.requests.length;
+    const outcomes = await apply([ask('/kept.md', kept!.id), ask('/renamed.md', renamed!.id), ask('/gone.md', gone!.id)]);
+    expect(client.requests.slice(before).map((r) => `${r.op} ${r.memoryId}`)).toEqual([`get ${kept!.id}`, `get ${renamed!.id}`, `get ${gone!.id}`]);
+    expect(outcomes.map((o) => o.result)).toEqual([
+      { kind: 'skipped', code: 'absence_unconfirmed', detail: expect.stringContaining('the store still holds it') },
+      { kind: 'skipped', code: 'absence_unconfirmed', detail: expect.stringContaining('at /elsewhere/renamed.md (renamed)') },
+      { kind: 'done' },
+    ]);
+    expect(await read('/kept.md')).toBe('kept');
+    expect(await read('/renamed.md')).toBe('renamed');
+    expect(await read('/gone.md')).toBeNull();
+    // What the store answered goes to the remote view: the memories found, where they are; the
+    // deletion as one (the listing and the answer agree: no `notFound` doubt).
+    expect(outcomes[0]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: kept!.id, path: '/kept.md' }) }]);
+    expect(outcomes[1]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: renamed!.id, path: '/elsewhere/renamed.md' }) }]);
+    expect(outcomes[2]!.learned).toEqual([{ kind: 'deleted', memoryId: gone!.id }]);
+  });
+
+  it('delete_local to corroborate: a get that fails deletes nothing, and the file changed meanwhile is not deleted either', async () => {
+    const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
+    await folder.write('/a.md', new TextEncoder().encode('alpha'));
+    client.deleteMemory(STORE, '/a.md');
+    client.failNext('get', 'unavailable');
+    const action: Transfer = { type: 'delete_local', path: '/a.md', expectLocal: sha('alpha'), corroborate: { memoryId: memory!.id } };
+    const [failed] = await apply([action]);
+    expect(failed!.result).toMatchObject({ kind: 'failed', error: 'unavailable' });
+    expect(failed!.learned).toEqual([]);
+    expect(await read('/a.md')).toBe('alpha');
+    // Confirmed gone, but the agent edited the file while the store was asked: the edit stays.
+    await folder.write('/a.md', new TextEncoder().encode('alpha, edited'));
+    const [changed] = await apply([action]);
+    expect(changed!.result).toMatchObject({ kind: 'skipped', code: 'changed_during_sync' });
+    expect(await read('/a.md')).toBe('alpha, edited');
+  });
+
   it('returns one outcome per transfer, in the order given', async () => {
     const [memory] = client.seed(STORE, { '/a.md': 'alpha' });
     const transfers: Transfer[] = [

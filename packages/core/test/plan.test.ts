@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 // Through the engine entry, as a host that builds its own loop imports them.
 import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type LocalFile, type Plan, type PlanInput } from '@memory-mounter/core/engine';
 import { stillUnknownWrites } from '../src/plan.js';
+import type { AbsenceEvidence } from '../src/absence.js';
 
 // One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
 // edit, R a remote edit.
@@ -30,6 +31,13 @@ function input({ b, l, r }: Sides, over: Partial<PlanInput> = {}): PlanInput {
     ...over,
   };
 }
+
+/** What the remote view knows when the memory at P (ID) is missing from listing 3, the listing it rests on. */
+const evidence = (over: Partial<AbsenceEvidence> = {}): AbsenceEvidence => ({ gone: new Set(), held: new Set(), listing: 3, absentFrom: new Map(), ...over });
+/** The store said ID is deleted (a `deleted` version, a `not_found`). */
+const gone: Partial<PlanInput> = { baselineIds: new Map([[P, ID]]), absence: evidence({ gone: new Set([ID]) }) };
+/** Listing 3 is the first to miss ID, and nothing else says it is gone. */
+const oneListing: Partial<PlanInput> = { baselineIds: new Map([[P, ID]]), absence: evidence() };
 
 const rw = (sides: Sides, over: Partial<PlanInput> = {}) => withActions(planStore(input(sides, over)));
 const ro = (sides: Sides, over: Partial<PlanInput> = {}) => withActions(planStore(input(sides, { access: 'read_only', ...over })));
@@ -113,8 +121,12 @@ describe('planStore, read_write, row by row', () => {
     expect(rw({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
   });
 
-  it('R missing, L = B: delete the local file, re-checked against B', () => {
-    expect(rw({ b: 'B', l: 'B' }).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  it('R missing, L = B, the deletion corroborated: delete the local file, re-checked against B', () => {
+    expect(rw({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  });
+
+  it('R missing, L = B, missing from one listing only: delete only once the store confirms, by id', () => {
+    expect(rw({ b: 'B', l: 'B' }, oneListing).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', corroborate: { memoryId: ID } }]);
   });
 
   it('R missing, L edited: re-create the memory from the file', () => {
@@ -170,8 +182,12 @@ describe('planStore, read_only, row by row', () => {
     expect(ro({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
   });
 
-  it('R missing, L = B: delete local', () => {
-    expect(ro({ b: 'B', l: 'B' }).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  it('R missing, L = B, the deletion corroborated: delete local', () => {
+    expect(ro({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+  });
+
+  it('R missing, L = B, missing from one listing only: delete only once the store confirms, by id', () => {
+    expect(ro({ b: 'B', l: 'B' }, oneListing).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', corroborate: { memoryId: ID } }]);
   });
 
   it('R missing, L edited: keep the file, warn, never push', () => {
@@ -367,5 +383,90 @@ describe('stillUnknownWrites', () => {
     expect(stillUnknownWrites(new Map([[P, 'B']]), sent, new Map([[P, { id: ID, sha: 'L' }]])).has(P)).toBe(false);
     expect(stillUnknownWrites(new Map([[P, 'B']]), sent, new Map([[P, { id: ID, sha: 'R' }]])).has(P)).toBe(false);
     expect(stillUnknownWrites(new Map(), sent, new Map([[P, { id: ID, sha: 'R' }]])).has(P)).toBe(false);
+  });
+});
+
+describe('R missing, L = B: a memory absent from one listing is not taken for deleted (SPEC 6.6)', () => {
+  const ids = new Map([[P, ID]]);
+  const plainDelete = [{ type: 'delete_local', path: P, expectLocal: 'B' }];
+
+  it.each([
+    ['the store said it is deleted (a deleted version, a not_found)', evidence({ gone: new Set([ID]) })],
+    ['the view holds the memory elsewhere (renamed, or set aside by the index)', evidence({ held: new Set([ID]) })],
+    ['a second full listing misses it too', evidence({ listing: 4, absentFrom: new Map([[P, 3]]) })],
+  ])('corroborated, %s: the file is deleted as the row says, and the absence is settled', (_, absence) => {
+    for (const plan of [rw({ b: 'B', l: 'B' }, { baselineIds: ids, absence }), ro({ b: 'B', l: 'B' }, { baselineIds: ids, absence })]) {
+      expect(plan.actions).toEqual(plainDelete);
+      expect(plan.absentFrom.size).toBe(0);
+    }
+  });
+
+  it('unconfirmed: asked about by id, and remembered from the first listing that missed it', () => {
+    const first = rw({ b: 'B', l: 'B' }, oneListing);
+    expect(first.absentFrom).toEqual(new Map([[P, 3]]));
+    // The view still rests on listing 3 (a feed read since): still one listing's absence.
+    const again = rw({ b: 'B', l: 'B' }, { baselineIds: ids, absence: evidence({ absentFrom: first.absentFrom }) });
+    expect(again.actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', corroborate: { memoryId: ID } }]);
+    expect(again.absentFrom).toEqual(new Map([[P, 3]]));
+  });
+
+  it('no memory id recorded for the path: nothing to ask about, so the file waits for a second listing', () => {
+    for (const plan of [rw({ b: 'B', l: 'B' }, { absence: evidence() }), ro({ b: 'B', l: 'B' }, { absence: evidence() })]) {
+      expect(plan.actions).toEqual([]);
+      expect(plan.skipped).toEqual([{ path: P, code: 'absence_unconfirmed', reason: expect.stringContaining('no memory id') }]);
+      expect(plan.absentFrom).toEqual(new Map([[P, 3]]));
+    }
+  });
+
+  it('without absence evidence at all (a host loop that gives none), every such delete asks the store first', () => {
+    expect(rw({ b: 'B', l: 'B' }, { baselineIds: ids }).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', corroborate: { memoryId: ID } }]);
+  });
+
+  /** `n` files unchanged since the baseline whose memories listing 3 missed. */
+  const many = (n: number, over: Partial<AbsenceEvidence> = {}): PlanInput => {
+    const paths = Array.from({ length: n }, (_, i) => `/m${String(i).padStart(2, '0')}.md`);
+    return {
+      ...input({}),
+      baseline: new Map(paths.map((p) => [p, 'B'])),
+      baselineIds: new Map(paths.map((p, i) => [p, `mem_${i}`])),
+      localFiles: new Map(paths.map((p) => [p, { sha: 'B', size: 1, mtimeMs: 0 }])),
+      absence: evidence(over),
+    };
+  };
+
+  it('up to 8 at once: each asked about with a get', () => {
+    const plan = planStore(many(8));
+    expect(plan.transfers.map((t) => t.type === 'delete_local' && t.corroborate?.memoryId)).toEqual(Array.from({ length: 8 }, (_, i) => `mem_${i}`));
+    expect(plan.skipped).toEqual([]);
+  });
+
+  it('more than 8 at once: none asked about, none deleted; all wait for one second listing, which then settles them', () => {
+    const plan = planStore(many(9));
+    expect(plan.transfers).toEqual([]);
+    expect(plan.skipped.map((s) => s.code)).toEqual(Array(9).fill('absence_unconfirmed'));
+    expect(plan.absentFrom.size).toBe(9);
+    const next = planStore(many(9, { listing: 4, absentFrom: plan.absentFrom }));
+    expect(next.transfers).toHaveLength(9);
+    expect(next.transfers.every((t) => t.type === 'delete_local' && t.corroborate === undefined)).toBe(true);
+  });
+
+  it('the corroborated ones do not count towards the 8', () => {
+    const input = many(12, { gone: new Set(['mem_0', 'mem_1', 'mem_2', 'mem_3']) });
+    const plan = planStore(input);
+    expect(plan.transfers.filter((t) => t.type === 'delete_local' && t.corroborate === undefined)).toHaveLength(4);
+    expect(plan.transfers.filter((t) => t.type === 'delete_local' && t.corroborate !== undefined)).toHaveLength(8);
+  });
+
+  it('R missing, L edited is unchanged: the file is the only copy either way, re-created (read_only: kept)', () => {
+    expect(rw({ b: 'B', l: 'L' }, oneListing).actions).toEqual([{ type: 'create', path: P, localSha: 'L', reason: 'recreate' }]);
+    expect(ro({ b: 'B', l: 'L' }, oneListing).actions).toEqual([{ type: 'keep_local', path: P, localSha: 'L', warn: true }]);
+    expect(rw({ b: 'B', l: 'L' }, oneListing).absentFrom.size).toBe(0);
+  });
+
+  it('a push-only flush deletes nothing, and does not report the absence it leaves to the next pass', () => {
+    const flush = pushOnlyView(planStore(input({ b: 'B', l: 'B' }, { absence: evidence() })));
+    expect(planActions(flush)).toEqual([]);
+    expect(flush.skipped).toEqual([]);
+    expect(pushOnlyView(planStore(input({ b: 'B', l: 'B' }, oneListing))).transfers).toEqual([]);
   });
 });

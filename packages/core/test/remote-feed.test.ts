@@ -6,6 +6,8 @@ import {
   FEED_OVERLAP_MS,
   foldVersions,
   formatTimestamp,
+  keepGone,
+  learnChange,
   MAX_ELAPSED_CREDIT_MS,
   parseTimestamp,
   stateFromListing,
@@ -53,6 +55,7 @@ function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
     since: ns(-2_000),
     seen: new Map(),
     mark: { at: ns(0), localMs: 1_000 },
+    gone: new Set(),
     ...over,
   };
 }
@@ -333,6 +336,39 @@ describe('stateFromListing', () => {
   it('one memory met at two paths (renamed while listed): no start, so the next pass lists again', () => {
     const s = stateFromListing(state(), [...listed, { ...listed[0]!, path: '/moved.md' }], READ);
     expect(s.since).toBeNull();
+  });
+});
+
+describe('gone: the deletions the store itself reported (what corroborates an absence, absence.ts)', () => {
+  it('a deleted version folded: the memory leaves the view and is known gone, whether the view knew it or not', () => {
+    const result = folded(foldVersions(state(), [v('va2', 'mem_a', 'deleted', null, null, 100), v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 50), v('vz2', 'mem_z', 'deleted', null, null, 60)], READ));
+    expect(result.state.memories.has('mem_a')).toBe(false);
+    expect([...result.state.gone].sort()).toEqual(['mem_a', 'mem_z']);
+  });
+
+  it('a listing, which cannot show a deletion, keeps what is known gone, but not a memory it lists after all', () => {
+    const before = state({ gone: new Set(['mem_a', 'mem_x']) });
+    const listed = [{ id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' }];
+    expect([...stateFromListing(before, listed, READ).gone]).toEqual(['mem_x']);
+  });
+
+  it('a listing that misses a memory does not make it gone: only the store saying so does', () => {
+    expect(stateFromListing(state(), [], READ).gone.size).toBe(0);
+  });
+
+  it('learned: a deletion (own delete, not_found) is known gone; a memory written or fetched is not', () => {
+    const memories = new Map(state().memories);
+    const gone = new Set<string>();
+    learnChange(memories, { kind: 'deleted', memoryId: 'mem_a' }, gone);
+    expect([...gone]).toEqual(['mem_a']);
+    learnChange(memories, { kind: 'memory', memory: { id: 'mem_a', path: '/a.md', content_sha256: 'A2' } }, gone);
+    expect(gone.size).toBe(0);
+  });
+
+  it('kept only for the ids a baseline path still names, so it stays bounded by the baseline', () => {
+    const s = state({ gone: new Set(['mem_a', 'mem_x']) });
+    expect([...keepGone(s, new Set(['mem_a'])).gone]).toEqual(['mem_a']);
+    expect(keepGone(s, new Set(['mem_a', 'mem_x']))).toBe(s);
   });
 });
 

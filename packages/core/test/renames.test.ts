@@ -125,8 +125,15 @@ describe('remote rename: the file follows on disk, no transfer', () => {
 
   describe('falls back to the rows (delete + create) when in doubt', () => {
     const rows = ['delete_local /a.md', 'pull /b.md'];
-    it('no id recorded for the baseline path', () => {
-      expect(types(rw({ ...remoteRenamed('B', 'B'), ids: {} }).actions)).toEqual(rows);
+    it('no id recorded for the baseline path: the file at the old path stays until a second listing misses it too', () => {
+      const w = { ...remoteRenamed('B', 'B'), ids: {} };
+      // Nothing says the memory at /b.md is the one /a.md had: /a.md's absence is one listing's.
+      const once = rw(w, { absence: { gone: new Set(), held: new Set([X]), listing: 4, absentFrom: new Map() } });
+      expect(types(once.actions)).toEqual(['pull /b.md']);
+      expect(once.skipped).toEqual([expect.objectContaining({ path: '/a.md', code: 'absence_unconfirmed' })]);
+      expect(once.absentFrom).toEqual(new Map([['/a.md', 4]]));
+      const twice = rw(w, { absence: { gone: new Set(), held: new Set([X]), listing: 5, absentFrom: once.absentFrom } });
+      expect(types(twice.actions)).toEqual(rows);
     });
     it('the new name is taken on disk (a file, or a folder of files)', () => {
       expect(types(rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'B' } }).actions)).toEqual(['adopt /b.md', 'delete_local /a.md']);

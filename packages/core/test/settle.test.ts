@@ -12,6 +12,7 @@ function state(over: Partial<SettledState> = {}): SettledState {
   return {
     baseline: new Map([[P, 'B']]),
     missingSince: new Map(),
+    absentFrom: new Map(),
     refused: new Map(),
     unknownWrites: new Map(),
     warned: new Set(),
@@ -27,6 +28,7 @@ function plan(actions: Action[], over: Partial<Plan> = {}): Plan {
     reportOnly: actions.filter((a) => a.type === 'refuse' || a.type === 'keep_local' || a.type === 'note_conflict') as Plan['reportOnly'],
     missingSince: new Map(),
     pendingDeletions: [],
+    absentFrom: new Map(),
     skipped: [],
     ...over,
   };
@@ -109,6 +111,35 @@ describe('settle: a transfer done moves its path, and only then', () => {
     expect(report.deletedRemote).toEqual([]);
     expect(report.pendingDeletions).toEqual([P]);
     expect(notices).toMatchObject([{ level: 'info', message: expect.stringMatching(/log_only/) }]);
+  });
+});
+
+describe('settle: a delete_local that asked the store first (an absence from one listing)', () => {
+  const asked: Transfer = { type: 'delete_local', path: P, expectLocal: 'B', corroborate: { memoryId: ID } };
+  const unconfirmed = plan([asked], { absentFrom: new Map([[P, 3]]) });
+  const settleAs = (result: Result) => settle(state(), unconfirmed, [{ action: asked, result, learned: [] }]);
+
+  it('the store confirmed (done): out of the baseline, and the absence settled', () => {
+    const { state: after, report } = settleAs(done());
+    expect(after.baseline.has(P)).toBe(false);
+    expect(after.absentFrom.size).toBe(0);
+    expect(report.deletedLocal).toEqual([P]);
+  });
+
+  it('the store still holds it: the baseline and the file kept, the absence refuted, said at info level', () => {
+    const { state: after, report, notices } = settleAs({ kind: 'skipped', code: 'absence_unconfirmed', detail: 'the store still holds it' });
+    expect(after.baseline).toEqual(new Map([[P, 'B']]));
+    expect(after.absentFrom.size).toBe(0);
+    expect(report.deletedLocal).toEqual([]);
+    expect(report.skippedPaths).toEqual([{ path: P, code: 'absence_unconfirmed', reason: 'the store still holds it' }]);
+    expect(notices).toMatchObject([{ level: 'info', fields: { path: P } }]);
+  });
+
+  it('the get failed: the baseline kept, the absence still unconfirmed (the next pass lists to settle it)', () => {
+    const { state: after, report } = settleAs(failed('unavailable'));
+    expect(after.baseline).toEqual(new Map([[P, 'B']]));
+    expect(after.absentFrom).toEqual(new Map([[P, 3]]));
+    expect(report.errors).toMatchObject([{ path: P, operation: 'delete_local', kind: 'unavailable' }]);
   });
 });
 

@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import type { InMemoryStoreClient } from '@memory-mounter/testing';
+import type { StoreMemory, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import { DISKS, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
+
+/**
+ * Issue 18 item 2 (SPEC 6.6): a memory absent from one listing is deleted locally only when
+ * corroborated. A paged full listing can miss a memory while another writer deletes or renames;
+ * the engine used to delete the file as a remote deletion, and since no later version names that
+ * memory, the change feed never brought it back (only finalize's full listing did).
+ */
+
+/**
+ * Makes `client`'s content-free listings pass through `edit`, each listing with its own count of
+ * memories yielded so far: `edit` returns false to drop a memory from that listing (as a service
+ * paging by offset does when another writer deletes before the cursor), and may act on the store
+ * between two memories (another writer acting while the listing is under way). Listings with
+ * content (the download) are left alone. The client keeps its folder walk off, so that every full
+ * listing is the one paged walk edited here.
+ */
+function editListings(client: InMemoryStoreClient, edit: (memory: StoreMemory, index: number) => boolean): void {
+  const list = client.list.bind(client);
+  Object.assign(client, {
+    listFolder: undefined,
+    list: (storeId: string, opts: Parameters<InMemoryStoreClient['list']>[1] = {}): AsyncIterable<StoreMemory> => {
+      const inner = list(storeId, opts);
+      if (opts.withContent) return inner;
+      return (async function* () {
+        let index = 0;
+        for await (const memory of inner) if (edit(memory, index++)) yield memory;
+      })();
+    },
+  });
+}
+
+/** The one store's report of a pass. */
+const only = (report: SyncReport | null): StoreSyncReport => report!.stores[0]!;
+const ops = (client: InMemoryStoreClient, from: number) => client.requests.slice(from).map((r) => r.op);
+const codes = (store: StoreSyncReport, code: string) => store.skippedPaths.filter((s) => s.code === code).map((s) => s.path).sort();
+
+describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
+  const h: Harness = useHarness(kind);
+  const file = (path: string) => h.read(`${h.notesDir}${path}`);
+
+  it.each(['read_write', 'read_only'] as const)(
+    '%s: a listing that skips one memory while another writer deletes one deletes only the deleted one; the next pass, by the feed, needs nothing back',
+    async (access) => {
+      // Every second pass lists in full: pass 1 reads the feed, pass 2 lists, pass 3 reads the feed.
+      const m = await h.mountNotes({ fullListingEvery: 2 }, undefined, { access });
+      let listings = 0;
+      editListings(h.client, (memory, index) => {
+        if (index === 0) listings++;
+        // Another writer's deletion of /a.md moved the page under the cursor: /b.md is skipped.
+        return !(listings === 1 && memory.path === '/b.md');
+      });
+      expect(only(await m.reconcile({ force: true })).deletedLocal).toEqual([]);
+      h.client.deleteMemory(STORE, '/a.md');
+      const before = h.client.requests.length;
+      const listed = only(await m.reconcile({ force: true }));
+      expect(listings).toBe(1);
+      // /a.md: the store said not_found when asked, so it goes. /b.md: the store still holds it.
+      expect(listed.deletedLocal).toEqual(['/a.md']);
+      expect(codes(listed, 'absence_unconfirmed')).toEqual(['/b.md']);
+      expect(ops(h.client, before).filter((op) => op === 'get')).toHaveLength(2);
+      expect(await file('/a.md')).toBeNull();
+      expect(await file('/b.md')).toBe('beta');
+
+      // The feed's pass: no version names /b.md, and nothing has to bring it back, as it never left.
+      const fed = h.client.requests.length;
+      const after = only(await m.reconcile({ force: true }));
+      expect(ops(h.client, fed)).not.toContain('list');
+      expect(after).toMatchObject({ status: 'synced', deletedLocal: [], pulled: [], skippedPaths: [] });
+      expect(await file('/b.md')).toBe('beta');
+      expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta', '/d/c.md': 'gamma' });
+      // And the view holds it again: after the cadence's listing (pass 4), an edit by another
+      // writer arrives through the feed alone (pass 5), with no doubt that calls for a listing.
+      await m.reconcile({ force: true });
+      h.client.writeMemory(STORE, '/b.md', 'beta, edited elsewhere');
+      h.clock.advance(1);
+      const fedAgain = h.client.requests.length;
+      const edited = only(await m.reconcile({ force: true }));
+      expect(ops(h.client, fedAgain)).not.toContain('list');
+      expect(edited.pulled).toEqual(['/b.md']);
+      expect(await file('/b.md')).toBe('beta, edited elsewhere');
+      await m.finalize();
+    },
+  );
+
+  it('a memory renamed by another writer while the listing pages is absent at both paths: nothing is deleted, and the next pass follows the rename', async () => {
+    withoutChangeFeed(h.client);
+    // Two pages: /m000 ... /m099, then /m100 ... /m119.
+    const seed = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`/m${String(i).padStart(3, '0')}.md`, `note ${i}`]));
+    const m = await h.mountNotes({}, seed);
+    let armed = true;
+    editListings(h.client, (_memory, index) => {
+      if (index === 99 && armed) {
+        // Between the two pages, from the page not yet read to a name the first page already passed.
+        armed = false;
+        h.client.renameMemory(STORE, '/m110.md', '/a000.md');
+      }
+      return true;
+    });
+    const missed = only(await m.reconcile({ force: true }));
+    expect(armed).toBe(false);
+    expect(missed.deletedLocal).toEqual([]);
+    expect(codes(missed, 'absence_unconfirmed')).toEqual(['/m110.md']);
+    expect(missed.skippedPaths.find((s) => s.path === '/m110.md')?.reason).toContain('/a000.md');
+    expect(await file('/m110.md')).toBe('note 110');
+
+    const before = h.client.requests.length;
+    const followed = only(await m.reconcile({ force: true }));
+    expect(followed.renamed).toEqual([{ from: '/m110.md', to: '/a000.md', side: 'local' }]);
+    expect(followed).toMatchObject({ deletedLocal: [], pulled: [] });
+    expect(ops(h.client, before).filter((op) => op === 'get')).toEqual([]);
+    expect(await file('/a000.md')).toBe('note 110');
+    expect(await file('/m110.md')).toBeNull();
+    await m.finalize();
+  });
+
+  it('more than 8 memories missing from one listing: no get for each, nothing deleted; the next pass lists again (even with the feed) and they are all there', async () => {
+    const seed = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/n${String(i).padStart(2, '0')}.md`, `note ${i}`]));
+    const m = await h.mountNotes({ fullListingEvery: 2 }, seed);
+    let listings = 0;
+    editListings(h.client, (memory, index) => {
+      if (index === 0) listings++;
+      // One listing loses ten memories (a page lost in a store's paging, say).
+      return !(listings === 1 && memory.path < '/n10.md');
+    });
+    await m.reconcile({ force: true }); // the feed
+    const before = h.client.requests.length;
+    const short = only(await m.reconcile({ force: true }));
+    expect(listings).toBe(1);
+    expect(short.deletedLocal).toEqual([]);
+    expect(codes(short, 'absence_unconfirmed')).toHaveLength(10);
+    expect(ops(h.client, before)).not.toContain('get');
+    // Next pass: the feed would be due, but the kept absences call for a listing.
+    const relisted = h.client.requests.length;
+    const again = only(await m.reconcile({ force: true }));
+    expect(listings).toBe(2);
+    expect(ops(h.client, relisted)).toContain('list');
+    expect(again).toMatchObject({ deletedLocal: [], pulled: [], skippedPaths: [] });
+    for (let i = 0; i < 12; i++) expect(await file(`/n${String(i).padStart(2, '0')}.md`)).toBe(`note ${i}`);
+    await m.finalize();
+  });
+
+  it('more than 8 memories really deleted where no feed tells: the second listing confirms, and the files go then', async () => {
+    withoutChangeFeed(h.client);
+    const seed = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/n${String(i).padStart(2, '0')}.md`, `note ${i}`]));
+    const m = await h.mountNotes({}, seed);
+    for (let i = 0; i < 10; i++) h.client.deleteMemory(STORE, `/n${String(i).padStart(2, '0')}.md`);
+    const first = only(await m.reconcile({ force: true }));
+    expect(first.deletedLocal).toEqual([]);
+    expect(codes(first, 'absence_unconfirmed')).toHaveLength(10);
+    const second = only(await m.reconcile({ force: true }));
+    expect(second.deletedLocal).toHaveLength(10);
+    expect(await file('/n00.md')).toBeNull();
+    expect(await file('/n11.md')).toBe('note 11');
+    await m.finalize();
+  });
+
+  it('a deletion the feed reports is corroborated: the file goes in that pass, with no get', async () => {
+    const m = await h.mountNotes();
+    h.client.deleteMemory(STORE, '/b.md');
+    h.clock.advance(1);
+    const before = h.client.requests.length;
+    const report = only(await m.reconcile({ force: true }));
+    expect(ops(h.client, before)).toEqual(['listVersions']);
+    expect(report.deletedLocal).toEqual(['/b.md']);
+    expect(await file('/b.md')).toBeNull();
+    await m.finalize();
+  });
+
+  it('a get that fails deletes nothing: the file stays, the next pass lists again and a second listing settles it', async () => {
+    withoutChangeFeed(h.client);
+    const m = await h.mountNotes();
+    h.client.deleteMemory(STORE, '/b.md');
+    // A kind the engine does not retry: the pass ends with it.
+    h.client.failNext('get', 'unauthorized');
+    const failed = only(await m.reconcile({ force: true }));
+    expect(failed.deletedLocal).toEqual([]);
+    expect(failed.errors).toMatchObject([{ path: '/b.md', operation: 'delete_local', kind: 'unauthorized' }]);
+    expect(await file('/b.md')).toBe('beta');
+    const before = h.client.requests.length;
+    const settled = only(await m.reconcile({ force: true }));
+    expect(settled.deletedLocal).toEqual(['/b.md']);
+    expect(ops(h.client, before)).not.toContain('get');
+    await m.finalize();
+  });
+});

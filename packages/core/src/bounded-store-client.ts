@@ -190,7 +190,8 @@ export class BoundedStoreClient implements StoreClient {
       if (until !== undefined && this.#monotonicMs() + delayMs > until) {
         // The pass's retry budget is spent (or this is a probe): the failure is the pass's to
         // report, and the breaker's to space out, rather than the agent's to wait for.
-        throw gaveUp(operation, n, n > 1 ? lastFailure : undefined, error, 'the retry budget');
+        // A probe (no retry at all) reports the failure as it came.
+        throw until === Number.NEGATIVE_INFINITY ? error : gaveUp(operation, n, lastFailure, error, 'the retry budget');
       }
       this.#logger?.debug('store call failed (unavailable); retrying', {
         memory_store_id: storeId,

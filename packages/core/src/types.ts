@@ -67,10 +67,9 @@ export interface MemoryMounterOptions {
    */
   requestTimeout?: number;
   /**
-   * **Seconds** one reconcile pass may take, and so how long a tool call wrapped by `withMemorySync`
-   * may wait for it (plus about 1 s of wind-down). Also bounds `materialize()`'s download. Retries
-   * of failed store calls stop at this deadline. A finite number > 0, at most 2,147,483.
-   * Default 60.
+   * **Seconds** one reconcile pass may take (plus about 1 s of wind-down): how long
+   * `reconcile({ force: true })` may wait for it. (An unforced call waits at most `syncWait`.)
+   * Also bounds `materialize()`'s download. A finite number > 0, at most 2,147,483. Default 60.
    */
   syncTimeout?: number;
   /**

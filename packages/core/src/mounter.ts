@@ -68,6 +68,12 @@ export class MemoryMounter extends MounterEventEmitter {
   #clocks: { wall: number; monotonic: number } | null = null;
   #wallJumpLogged = false;
   #running: Promise<SyncReport> | null = null;
+  /**
+   * The store passes of a pass that was cut off and reported before they all wound down (a disk
+   * that hangs under a scan, say), or null. The next pass (and finalize, within its deadline) waits
+   * for them first: two passes never work on one store's state at once.
+   */
+  #straggling: Promise<unknown> | null = null;
   /** In flight while materialize runs, so a finalize that arrives meanwhile waits for it. */
   #materializing: Promise<unknown> | null = null;
   /** Aborts the pass in `#running`, or materialize's download: finalize stops them with it. */
@@ -390,7 +396,7 @@ export class MemoryMounter extends MounterEventEmitter {
       // A materialize or a pass still running is stopped, not waited for: the final sync does its
       // work anyway. Its wind-down is bounded (ABORT_SETTLE_MS), and by the deadline too.
       this.#inFlight?.abort(new Error('stopped by finalize()'));
-      const stopping = Promise.allSettled([this.#materializing, this.#running]);
+      const stopping = Promise.allSettled([this.#materializing, this.#running, this.#straggling]);
       await untilAborted(stopping, deadline.signal);
       if (this.#stores.length > 0) await this.finalStages(outcome, report, deadline.signal);
     } finally {
@@ -623,11 +629,19 @@ export class MemoryMounter extends MounterEventEmitter {
    * not at all, and its retries stop at the retry budget; finalize's passes use their whole window.
    */
   private async syncAll(pass: PassOptions, forced: boolean, ordinary: boolean): Promise<SyncReport> {
+    // A cut-off pass still winding down is waited for (in the background of the agent's call:
+    // it waits at most syncWait); finalize bounds this wait by its deadline.
+    if (this.#straggling) await untilAborted(this.#straggling, pass.signal);
     const startedAt = this.#options.now();
     this.noticeWallJump();
     const decisions = this.#stores.map((store) => (ordinary ? this.breakerStart(store, pass.now) : 'run'));
+    const stillWinding = this.#straggling !== null;
     const pending = this.#stores.map((store, i) =>
-      decisions[i] === 'skip' ? Promise.resolve(this.backingOff(store)) : store.pass(decisions[i] === 'probe' ? { ...pass, probe: true } : pass),
+      stillWinding
+        ? Promise.resolve(cutOffReport(store, 'cut off by the time bound while the pass before it was still winding down'))
+        : decisions[i] === 'skip'
+          ? Promise.resolve(this.backingOff(store))
+          : store.pass(decisions[i] === 'probe' ? { ...pass, probe: true } : pass),
     );
     // If a time bound fires (or already has), give the passes a moment to wind down, then leave them.
     const aborted = pass.signal.aborted
@@ -635,6 +649,12 @@ export class MemoryMounter extends MounterEventEmitter {
       : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
     const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
     const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
+    if (!first) {
+      const straggling = Promise.allSettled(pending).then(() => {
+        if (this.#straggling === straggling) this.#straggling = null;
+      });
+      this.#straggling = straggling;
+    }
     this.#retryUntil.clear();
     if (ordinary) this.#stores.forEach((store, i) => decisions[i] !== 'skip' && this.breakerJudge(store, stores[i]!));
     await this.recordAll();
@@ -804,6 +824,15 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
   }
 }
 
+/** The report of a store's pass that the time bound stopped before it could report itself. */
+function cutOffReport(store: StoreSync, reason: string): StoreSyncReport {
+  const cut = emptyReport(store.mount);
+  cut.status = 'skipped';
+  cut.code = 'time_bound';
+  cut.reason = reason;
+  return cut;
+}
+
 /** Reports of the passes that finish within `ms`; the others are recorded as cut off. */
 async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSync[], ms: number): Promise<StoreSyncReport[]> {
   let timer: NodeJS.Timeout | undefined;
@@ -814,12 +843,7 @@ async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSy
     return await Promise.all(
       pending.map(async (p, i) => {
         const report = await Promise.race([p, late]);
-        if (report) return report;
-        const cut = emptyReport(stores[i]!.mount);
-        cut.status = 'skipped';
-        cut.code = 'time_bound';
-        cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
-        return cut;
+        return report ?? cutOffReport(stores[i]!, 'cut off by the time bound; calls still in flight were abandoned');
       }),
     );
   } finally {

@@ -252,10 +252,13 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache, {
-      wanted: (path, sha) => state.baseline.get(path) !== sha,
-      budgetBytes: CARRY_BUDGET_BYTES,
-    });
+    const scanned = await scanStore(
+      this.#folder,
+      mount.memoryStoreId,
+      state.scanCache,
+      { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
+      opts.signal,
+    );
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.

@@ -336,3 +336,48 @@ describe('durations on a monotonic clock; the wall clock only dates things', () 
     await mounter.finalize({ outcome: 'aborted' });
   });
 });
+
+describe('passes never overlap: a cut-off pass stops scanning, and the next one waits for it', () => {
+  it('a slow disk under a 0.3 s syncTimeout: the scan reads no more after the cut, and no second pass runs beside the first', async () => {
+    const inner = new InMemoryStoreClient();
+    const seed: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) seed[`/n${String(i).padStart(3, '0')}.md`] = `note ${i}`;
+    inner.seed(SICK, seed);
+    const memfs = new MemfsFileSystem({ [ROOT]: null });
+    const slow = { on: false, opens: 0, inFlight: 0, most: 0 };
+    // Every file open takes 50 ms while `slow.on`: a disk that is slow, not broken.
+    const fs = new Proxy(memfs, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target) as unknown;
+        if (key !== 'openFile' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (path: string) => {
+          if (!slow.on) return target.openFile(path);
+          slow.opens++;
+          slow.most = Math.max(slow.most, ++slow.inFlight);
+          try {
+            await new Promise((r) => setTimeout(r, 50));
+            return await target.openFile(path);
+          } finally {
+            slow.inFlight--;
+          }
+        };
+      },
+    });
+    const mounter = new MemoryMounter({ storeClient: inner, fileSystem: fs, memoryRoot: ROOT, logger: new RecordingLogger(), syncTimeout: 0.3 });
+    await mounter.materialize([resources[1]!]);
+    // Every file changed: the scan must read each one again.
+    for (const path of Object.keys(seed)) memfs.vol.writeFileSync(`${ROOT}/sick${path}`, `edited ${path}`);
+    slow.on = true;
+    const report = await mounter.reconcile({ force: true });
+    expect(report!.stores[0]).toMatchObject({ status: 'skipped', code: 'time_bound' });
+    const opensAtCut = slow.opens;
+    await new Promise((r) => setTimeout(r, 500));
+    // At most the reads already in flight when the bound fired finish; none starts after it.
+    expect(slow.opens).toBe(opensAtCut);
+    expect(opensAtCut).toBeLessThan(300);
+    slow.on = false;
+    const next = await mounter.reconcile({ force: true });
+    expect(next!.stores[0]!.status).not.toBe('failed');
+    await mounter.finalize({ outcome: 'aborted' });
+  });
+});

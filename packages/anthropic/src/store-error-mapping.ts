@@ -37,7 +37,38 @@ export function storeErrorFromSdk(err: unknown, operation: string): StoreError {
   const kind = status === undefined ? 'unavailable' : kindForStatus(status, errorType);
   const detail = err instanceof Error ? err.message : String(err);
   const message = `memory store ${operation} failed (${kind}): ${detail}`;
-  return new StoreError(kind, message, { ...(status !== undefined && { status }), cause: err });
+  const retryAfterMs = kind === 'unavailable' ? retryAfterMsOf(err, Date.now()) : undefined;
+  return new StoreError(kind, message, {
+    ...(status !== undefined && { status }),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+    cause: err,
+  });
+}
+
+/** Longest wait a `retry-after` is taken at: past an hour it is a broken header, not a plan. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * How long the service asked the client to wait, from the error's response headers:
+ * `retry-after-ms` (milliseconds), else `retry-after` as seconds (fractions allowed) or as an
+ * HTTP date (relative to `nowMs`, the wall clock, since that is what the date is on). Anything
+ * unreadable, negative or past an hour is no answer: the engine's own backoff applies.
+ */
+export function retryAfterMsOf(err: unknown, nowMs: number): number | undefined {
+  const headers = (err as { headers?: unknown } | null | undefined)?.headers;
+  const get = (name: string): string | null => {
+    if (headers && typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
+    const value = (headers as Record<string, unknown> | undefined)?.[name];
+    return typeof value === 'string' ? value : null;
+  };
+  const sane = (ms: number) => (Number.isFinite(ms) && ms >= 0 && ms <= MAX_RETRY_AFTER_MS ? Math.ceil(ms) : undefined);
+  const millis = get('retry-after-ms');
+  if (millis !== null && /^\s*\d+(\.\d+)?\s*$/.test(millis)) return sane(Number(millis));
+  const value = get('retry-after');
+  if (value === null) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return sane(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : sane(Math.max(0, at - nowMs));
 }
 
 /** The kind for an HTTP error response; `errorType` is the body's `error.type`, when it had one. */

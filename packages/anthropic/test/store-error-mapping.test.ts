@@ -6,7 +6,7 @@ import {
 } from '@anthropic-ai/sdk';
 import { StoreError } from '@memory-mounter/core';
 import { describe, expect, it } from 'vitest';
-import { kindForStatus, storeErrorFromSdk } from '../src/store-error-mapping.js';
+import { kindForStatus, retryAfterMsOf, storeErrorFromSdk } from '../src/store-error-mapping.js';
 
 /** An SDK error as the SDK builds it from an error response. */
 function sdkError(status: number, errorType?: string): APIError {
@@ -81,5 +81,33 @@ describe('kindForStatus', () => {
 
   it('treats a status that is no error as unavailable', () => {
     expect(kindForStatus(302, undefined)).toBe('unavailable');
+  });
+});
+
+describe('retry-after (SPEC 6.7: honoured within a pass and across passes)', () => {
+  const withHeaders = (status: number, headers: Record<string, string>) =>
+    APIError.generate(status, { type: 'error', error: { type: 'rate_limit_error', message: 'm' } }, undefined, new Headers(headers));
+
+  it('seconds, fractions, milliseconds and an HTTP date', () => {
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': '30' }), 0)).toBe(30_000);
+    expect(retryAfterMsOf(withHeaders(503, { 'retry-after': '1.5' }), 0)).toBe(1_500);
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after-ms': '250', 'retry-after': '30' }), 0)).toBe(250);
+    const now = Date.parse('2026-12-01T10:00:00Z');
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': 'Tue, 01 Dec 2026 10:00:45 GMT' }), now)).toBe(45_000);
+    // A date already past: retry now.
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': 'Tue, 01 Dec 2026 09:00:00 GMT' }), now)).toBe(0);
+  });
+
+  it('absent, unreadable, negative or over an hour: no answer', () => {
+    expect(retryAfterMsOf(withHeaders(429, {}), 0)).toBeUndefined();
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': 'soon' }), 0)).toBeUndefined();
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': '-5' }), 0)).toBeUndefined();
+    expect(retryAfterMsOf(withHeaders(429, { 'retry-after': '7200' }), 0)).toBeUndefined();
+    expect(retryAfterMsOf(new Error('no headers'), 0)).toBeUndefined();
+  });
+
+  it('storeErrorFromSdk carries it on an unavailable failure, and only there', () => {
+    expect(storeErrorFromSdk(withHeaders(429, { 'retry-after': '30' }), 'list').retryAfterMs).toBe(30_000);
+    expect(storeErrorFromSdk(withHeaders(404, { 'retry-after': '30' }), 'get').retryAfterMs).toBeUndefined();
   });
 });

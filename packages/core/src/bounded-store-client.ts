@@ -29,6 +29,10 @@ import type { Logger } from './types.js';
  * outcome itself, at the next listing. A call without a signal has no deadline and is tried once.
  * Only failures the client itself reports as `unavailable` are retried; anything else it throws
  * is still reported as `unavailable` (see `asStoreError`), but a broken client is not hammered.
+ * A failure that carries the store's `retry-after` waits at least that long before the retry;
+ * and no retry starts past `retryUntil` (an ordinary pass's small retry budget, SPEC 6.7), so
+ * an outage ends the pass in seconds rather than at its deadline, with the failure (and its
+ * `retry-after`) for the mounter's circuit breaker.
  */
 export interface BoundedStoreClientOptions {
   requestTimeoutMs: number;
@@ -42,6 +46,15 @@ export interface BoundedStoreClientOptions {
   random?: () => number;
   /** Waits `ms`; should end early when `signal` aborts (it is raced against the signal anyway). */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * The instant (on `monotonicMs`) after which no retry of a call to `storeId` may start: the
+   * pass's retry budget (SPEC 6.7), `-Infinity` for a probe (no retry at all). Undefined: retries
+   * go on until the caller's deadline (finalize, recover). Asked at each retry, so the owner
+   * can move it from pass to pass.
+   */
+  retryUntil?: (storeId: string) => number | undefined;
+  /** The clock `retryUntil` is on. Default `performance.now`. */
+  monotonicMs?: () => number;
 }
 
 type Operation = 'list' | 'listVersions' | 'listFolder' | 'get' | 'create' | 'update' | 'delete';
@@ -57,6 +70,8 @@ export class BoundedStoreClient implements StoreClient {
   readonly #maxDelayMs: number;
   readonly #random: () => number;
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly #retryUntil: (storeId: string) => number | undefined;
+  readonly #monotonicMs: () => number;
 
   constructor(inner: StoreClient, options: BoundedStoreClientOptions) {
     this.#inner = inner;
@@ -66,6 +81,8 @@ export class BoundedStoreClient implements StoreClient {
     this.#maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
     this.#random = options.random ?? Math.random;
     this.#sleep = options.sleep ?? abortableSleep;
+    this.#retryUntil = options.retryUntil ?? (() => undefined);
+    this.#monotonicMs = options.monotonicMs ?? (() => performance.now());
   }
 
   /**
@@ -167,7 +184,15 @@ export class BoundedStoreClient implements StoreClient {
       if (!repeatable || deadline === undefined) throw error;
       lastFailure = error;
       const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (n - 1));
-      const delayMs = Math.floor(this.#random() * ceiling);
+      // The store's own `retry-after` is a floor: never sooner than it asked.
+      const delayMs = Math.max(Math.floor(this.#random() * ceiling), error.retryAfterMs ?? 0);
+      const until = this.#retryUntil(storeId);
+      if (until !== undefined && this.#monotonicMs() + delayMs > until) {
+        // The pass's retry budget is spent (or this is a probe): the failure is the pass's to
+        // report, and the breaker's to space out, rather than the agent's to wait for.
+        // A probe (no retry at all) reports the failure as it came.
+        throw until === Number.NEGATIVE_INFINITY ? error : gaveUp(operation, n, lastFailure, error, 'the retry budget');
+      }
       this.#logger?.debug('store call failed (unavailable); retrying', {
         memory_store_id: storeId,
         operation,
@@ -266,12 +291,18 @@ function reportsUnavailable(err: unknown): boolean {
 }
 
 /** The failure to report once the deadline stopped the retries: after several attempts, with the last real failure. */
-function gaveUp(operation: Operation, attempts: number, lastFailure: StoreError | undefined, current: StoreError): StoreError {
+function gaveUp(
+  operation: Operation,
+  attempts: number,
+  lastFailure: StoreError | undefined,
+  current: StoreError,
+  limit = 'the time bound',
+): StoreError {
   if (!lastFailure) return current;
   return new StoreError(
     'unavailable',
-    `store ${operation} gave up at the time bound after ${attempts} attempt${attempts === 1 ? '' : 's'}; last failure: ${lastFailure.message}`,
-    { cause: lastFailure },
+    `store ${operation} gave up at ${limit} after ${attempts} attempt${attempts === 1 ? '' : 's'}; last failure: ${lastFailure.message}`,
+    { cause: lastFailure, ...(current.retryAfterMs !== undefined && { retryAfterMs: current.retryAfterMs }) },
   );
 }
 

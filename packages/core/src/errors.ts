@@ -122,10 +122,16 @@ export class StoreError extends Error {
   readonly kind: StoreErrorKind;
   /** The HTTP status, when the failure was an HTTP answer. */
   readonly status?: number;
-  constructor(kind: StoreErrorKind, message: string, details: { status?: number; cause?: unknown } = {}) {
+  /**
+   * How long (ms) the store asked to be left alone (`retry-after`), when it said: no request to
+   * it is sent sooner, within a pass or across passes.
+   */
+  readonly retryAfterMs?: number;
+  constructor(kind: StoreErrorKind, message: string, details: { status?: number; cause?: unknown; retryAfterMs?: number } = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = kind;
     if (details.status !== undefined) this.status = details.status;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 }
 
@@ -138,7 +144,11 @@ export function asStoreError(err: unknown): StoreError {
   if (err instanceof StoreError) return err;
   const kind = (err as { kind?: unknown } | null)?.kind;
   if (typeof kind === 'string' && STORE_ERROR_KINDS.has(kind)) {
-    return new StoreError(kind as StoreErrorKind, String((err as Error).message ?? err), { cause: err });
+    const retryAfterMs = (err as { retryAfterMs?: unknown }).retryAfterMs;
+    return new StoreError(kind as StoreErrorKind, String((err as Error).message ?? err), {
+      cause: err,
+      ...(typeof retryAfterMs === 'number' && retryAfterMs >= 0 && { retryAfterMs }),
+    });
   }
   const message = err instanceof Error ? err.message : String(err);
   return new StoreError('unavailable', `store client failed: ${message}`, { cause: err });

@@ -16,6 +16,12 @@ export const DEFAULT_NEW_FILE_SETTLE_S = 1;
 export const DEFAULT_FINAL_SYNC_TIMEOUT_S = 30;
 export const DEFAULT_REQUEST_TIMEOUT_S = 30;
 export const DEFAULT_SYNC_TIMEOUT_S = 60;
+/** How long an unforced reconcile (a tool call) waits for a pass before it goes on in the background. */
+export const DEFAULT_SYNC_WAIT_S = 2;
+/** How long an ordinary pass retries failed store calls; finalize and recover use their whole window. */
+export const DEFAULT_RETRY_BUDGET_S = 5;
+/** The circuit breaker's longest delay between probes of an unavailable store. */
+export const MAX_BREAKER_DELAY_MS = 300_000;
 /**
  * 32: what the SDK's own memory sync uploads at (its UPLOAD_CONCURRENCY) against the same service.
  * Node's fetch (undici) opens a keep-alive connection per request in flight with no per-origin

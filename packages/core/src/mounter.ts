@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
 import { Semaphore } from 'async-mutex';
 import { BoundedStoreClient } from './bounded-store-client.js';
+import { breakerAfter, breakerDecision, breakerStarted, CLOSED, type BreakerDecision, type BreakerState, type PassVerdict } from './breaker.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { storeLogger } from './logger.js';
@@ -15,7 +16,7 @@ import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
 import type { StoreClient } from './store-client.js';
 import type { MemoryMounterOptions, MountedStore } from './types.js';
-import { MARKER_FILE } from './limits.js';
+import { MARKER_FILE, MAX_BREAKER_DELAY_MS } from './limits.js';
 import { unpushedChanges } from './unpushed.js';
 import { beginRecord, checkStateDir, type MountRecord } from './state-recorder.js';
 import { recoverStores, type RecoverOptions } from './recover.js';
@@ -27,6 +28,8 @@ import type { Logger } from './types.js';
 
 /** After a time bound aborts a pass, how long its calls get to wind down before being left. */
 const ABORT_SETTLE_MS = 1_000;
+/** How far the wall clock may drift from the monotonic one between two passes before it is said to have jumped. */
+const WALL_JUMP_MS = 60_000;
 
 /**
  * Mounts a session's memory stores into a FileSystem and keeps them in sync with the store:
@@ -51,8 +54,26 @@ export class MemoryMounter extends MounterEventEmitter {
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
+  /** When the last pass started (or materialize ended), on the monotonic clock: the throttle's origin. */
   #lastSyncAt = 0;
+  /** Each store's circuit breaker, by host path (SPEC 6.7); absent: closed. */
+  readonly #breakers = new Map<string, BreakerState>();
+  /**
+   * The instant (`performance.now`) past which no retry of a store call starts, by store id: the current
+   * ordinary pass's retry budget, or -Infinity while the store is probed. Absent: retries go on
+   * to the deadline (materialize, finalize, recover). Passes never overlap, so one map serves.
+   */
+  readonly #retryUntil = new Map<string, number>();
+  /** The wall and monotonic clocks at the last pass, to tell a wall-clock jump. */
+  #clocks: { wall: number; monotonic: number } | null = null;
+  #wallJumpLogged = false;
   #running: Promise<SyncReport> | null = null;
+  /**
+   * The store passes of a pass that was cut off and reported before they all wound down (a disk
+   * that hangs under a scan, say), or null. The next pass (and finalize, within its deadline) waits
+   * for them first: two passes never work on one store's state at once.
+   */
+  #straggling: Promise<unknown> | null = null;
   /** In flight while materialize runs, so a finalize that arrives meanwhile waits for it. */
   #materializing: Promise<unknown> | null = null;
   /** Aborts the pass in `#running`, or materialize's download: finalize stops them with it. */
@@ -75,6 +96,7 @@ export class MemoryMounter extends MounterEventEmitter {
     this.#client = new BoundedStoreClient(this.#options.storeClient, {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
+      retryUntil: (storeId) => this.#retryUntil.get(storeId),
     });
     this.#transfers = new Semaphore(this.#options.transferConcurrency);
   }
@@ -111,9 +133,12 @@ export class MemoryMounter extends MounterEventEmitter {
    * materialize and after finalize.
    */
   status(): StoreStatus[] {
-    const next = this.#phase === 'mounted' ? this.#lastSyncAt + this.#options.syncIntervalMs : null;
+    // Due times are kept on the monotonic clock and told on the wall clock, as timestamps are.
+    const wallOf = (monotonic: number) => this.#options.now() + (monotonic - this.#options.monotonicNow());
+    const next = this.#phase === 'mounted' ? wallOf(this.#lastSyncAt + this.#options.syncIntervalMs) : null;
     return this.#stores.map((store) => {
       const last = this.#last.get(store.mount.path);
+      const breaker = this.#breakers.get(store.mount.path) ?? CLOSED;
       const { memoryStoreId, name, path, access } = store.mount;
       return {
         memoryStoreId,
@@ -128,6 +153,10 @@ export class MemoryMounter extends MounterEventEmitter {
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
         pendingDeletions: [...(last?.pendingDeletions ?? [])],
         distrusted: store.state.distrusted,
+        backoff:
+          breaker.kind === 'closed'
+            ? null
+            : { failures: breaker.step, nextProbeAt: breaker.kind === 'open' ? wallOf(breaker.until) : this.#options.now(), probing: breaker.kind === 'probing' },
       };
     });
   }
@@ -228,7 +257,7 @@ export class MemoryMounter extends MounterEventEmitter {
             listing: { everyPasses: this.#options.fullListingEvery, everyMs: this.#options.fullListingIntervalMs },
             // A feed read that fails for as long as one request may take gives way to a full listing.
             feedBudgetMs: this.#options.requestTimeoutMs,
-            now: this.#options.now,
+            now: this.#options.monotonicNow,
             // Folders it makes again were recorded at materialize, so finalize still removes them.
             recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
             events: this.storeEvents(mount),
@@ -273,8 +302,9 @@ export class MemoryMounter extends MounterEventEmitter {
     this.#created = created;
     // A finalize that arrived meanwhile keeps its phase: reconcile stays refused.
     if (this.#phase === 'materializing') this.#phase = 'mounted';
-    this.#lastSyncAt = this.#options.now();
-    for (const store of stores) this.#last.set(store.mount.path, { at: this.#lastSyncAt, outcome: 'downloaded', pendingDeletions: [], pulled: [] });
+    this.#lastSyncAt = this.#options.monotonicNow();
+    const downloadedAt = this.#options.now();
+    for (const store of stores) this.#last.set(store.mount.path, { at: downloadedAt, outcome: 'downloaded', pendingDeletions: [], pulled: [] });
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
@@ -283,8 +313,9 @@ export class MemoryMounter extends MounterEventEmitter {
 
   /**
    * One sync of every store, if `memory_sync_interval` has passed since the last one (or `force`).
-   * Returns `null` when skipped. Never throws for store, network or file problems: they are in
-   * the report and the log.
+   * Returns `null` when skipped, or when an unforced call's pass is still running after
+   * `syncWait` (it goes on in the background; the next call joins it). Never throws for store,
+   * network or file problems: they are in the report and the log.
    */
   reconcile(opts: { force?: boolean; signal?: AbortSignal } = {}): Promise<SyncReport | null> {
     if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
@@ -295,8 +326,8 @@ export class MemoryMounter extends MounterEventEmitter {
       return Promise.reject(new MemoryLifecycleError('not_materialized', 'reconcile() before materialize() finished'));
     }
     // A pass already running is shared: the signal ends this call's wait, not the others' pass.
-    if (this.#running) return opts.signal ? raceSignal(this.#running, opts.signal) : this.#running;
-    const started = this.#options.now();
+    if (this.#running) return this.held(this.#running, opts);
+    const started = this.#options.monotonicNow();
     if (!opts.force && started - this.#lastSyncAt < this.#options.syncIntervalMs) return Promise.resolve(null);
     this.#lastSyncAt = started;
     const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs);
@@ -307,6 +338,7 @@ export class MemoryMounter extends MounterEventEmitter {
     const run = this.syncAll(
       { now: started, graceMs: this.#options.deleteGraceMs, settleMs: this.#options.newFileSettleMs, pushOnly: false, signal: bound.signal },
       opts.force === true,
+      true,
     );
     this.#running = run.finally(() => {
       unlink();
@@ -314,7 +346,18 @@ export class MemoryMounter extends MounterEventEmitter {
       this.#inFlight = null;
       this.#running = null;
     });
-    return this.#running;
+    // This call's signal cuts the pass itself (linked above): the call then resolves with the report.
+    return this.held(this.#running, { force: opts.force === true });
+  }
+
+  /**
+   * What a reconcile call waits for: a forced one, the pass (bounded by `syncTimeout`); an
+   * unforced one (a tool call's), the pass or `syncWait`, whichever ends first, then `null` while
+   * the pass goes on. Its own signal ends the wait, never the pass.
+   */
+  private held(pass: Promise<SyncReport>, opts: { force?: boolean; signal?: AbortSignal }): Promise<SyncReport | null> {
+    const waited = opts.force ? pass : raceTimeout(pass, this.#options.syncWaitMs);
+    return opts.signal ? raceSignal(waited, opts.signal) : waited;
   }
 
   /**
@@ -353,7 +396,7 @@ export class MemoryMounter extends MounterEventEmitter {
       // A materialize or a pass still running is stopped, not waited for: the final sync does its
       // work anyway. Its wind-down is bounded (ABORT_SETTLE_MS), and by the deadline too.
       this.#inFlight?.abort(new Error('stopped by finalize()'));
-      const stopping = Promise.allSettled([this.#materializing, this.#running]);
+      const stopping = Promise.allSettled([this.#materializing, this.#running, this.#straggling]);
       await untilAborted(stopping, deadline.signal);
       if (this.#stores.length > 0) await this.finalStages(outcome, report, deadline.signal);
     } finally {
@@ -421,7 +464,7 @@ export class MemoryMounter extends MounterEventEmitter {
     // sync always lists each store in full; the flush after it reuses what that listing (and the
     // sync's own writes) taught, so a finalize reads each store once.
     const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
-      this.syncAll({ now: this.#options.now(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote }, true);
+      this.syncAll({ now: this.#options.monotonicNow(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote }, true, false);
     if (outcome === 'completed') {
       report.sync = await finalPass(false, 'full');
       report.timedOut.sync = deadline.aborted;
@@ -516,16 +559,104 @@ export class MemoryMounter extends MounterEventEmitter {
     }
   }
 
-  /** One pass over every store in parallel; a failing store never stops the others. */
-  private async syncAll(pass: PassOptions, forced: boolean): Promise<SyncReport> {
+  /** Whether the store runs this pass (`run`), as a probe, or is skipped, by its breaker; sets its retry budget. */
+  private breakerStart(store: StoreSync, now: number): BreakerDecision {
+    const { path, memoryStoreId } = store.mount;
+    const state = this.#breakers.get(path) ?? CLOSED;
+    const decision = breakerDecision(state, now);
+    this.#breakers.set(path, breakerStarted(state, decision));
+    // The budget is a time bound like syncTimeout: real time, whatever clock the host gave.
+    if (decision === 'run') this.#retryUntil.set(memoryStoreId, performance.now() + this.#options.retryBudgetMs);
+    // One request tells whether the store is back: no retry of it.
+    else if (decision === 'probe') this.#retryUntil.set(memoryStoreId, Number.NEGATIVE_INFINITY);
+    return decision;
+  }
+
+  /** The report of a store its breaker skipped: nothing was sent, and when it is tried next. */
+  private backingOff(store: StoreSync): StoreSyncReport {
+    const state = this.#breakers.get(store.mount.path);
+    const report = emptyReport(store.mount);
+    report.status = 'skipped';
+    report.code = 'backing_off';
+    const failures = state?.kind === 'open' ? state.step : 0;
+    const inMs = state?.kind === 'open' ? Math.max(0, state.until - this.#options.monotonicNow()) : 0;
+    report.reason = `the store was unavailable (${failures} pass${failures === 1 ? '' : 'es'} in a row); next try in ${Math.ceil(inMs / 1000)} s`;
+    return report;
+  }
+
+  /** The breaker after a store's pass, logged once per change of state. */
+  private breakerJudge(store: StoreSync, report: StoreSyncReport): void {
+    const { path } = store.mount;
+    const before = this.#breakers.get(path) ?? CLOSED;
+    const failure = store.lastStoreFailure;
+    const verdict: PassVerdict =
+      report.status === 'failed' && failure?.kind === 'unavailable'
+        ? { kind: 'unavailable', ...(failure.retryAfterMs !== undefined && { retryAfterMs: failure.retryAfterMs }) }
+        : report.status === 'synced' || report.status === 'redownloaded' || (report.status === 'failed' && failure !== null)
+          ? { kind: 'answered' }
+          : { kind: 'inconclusive' };
+    const now = this.#options.monotonicNow();
+    const after = breakerAfter(before, verdict, now, { baseMs: this.#options.syncIntervalMs, maxMs: MAX_BREAKER_DELAY_MS }, Math.random());
+    this.#breakers.set(path, after);
+    const logger = storeLogger(this.#options.logger, store.mount.memoryStoreId);
+    if (after.kind === 'open') {
+      const fields = { path, failures: after.step, retry_in_ms: after.delayMs, error: failure?.message };
+      if (before.kind === 'closed') logger.warn('store unavailable: its passes are skipped, then it is probed with one request', fields);
+      else logger.info('store still unavailable: the next probe is later', fields);
+    } else if (after.kind === 'closed' && before.kind !== 'closed') {
+      logger.info('store reachable again: syncing as usual', { path, failures: before.step });
+    }
+  }
+
+  /** A wall clock set back or forward is said once: durations never depended on it. */
+  private noticeWallJump(): void {
+    if (this.#options.clockInjected || this.#wallJumpLogged) return;
+    const now = { wall: this.#options.now(), monotonic: this.#options.monotonicNow() };
+    const before = this.#clocks;
+    this.#clocks = now;
+    if (!before) return;
+    const driftMs = now.wall - before.wall - (now.monotonic - before.monotonic);
+    if (Math.abs(driftMs) < WALL_JUMP_MS) return;
+    this.#wallJumpLogged = true;
+    this.#options.logger.warn('the wall clock jumped; sync timing follows the monotonic clock and is unaffected', {
+      jump_ms: Math.round(driftMs),
+    });
+  }
+
+  /**
+   * One pass over every store in parallel; a failing store never stops the others. `ordinary`
+   * (a reconcile's pass): each store's circuit breaker decides whether it runs, as a probe, or
+   * not at all, and its retries stop at the retry budget; finalize's passes use their whole window.
+   */
+  private async syncAll(pass: PassOptions, forced: boolean, ordinary: boolean): Promise<SyncReport> {
+    // A cut-off pass still winding down is waited for (in the background of the agent's call:
+    // it waits at most syncWait); finalize bounds this wait by its deadline.
+    if (this.#straggling) await untilAborted(this.#straggling, pass.signal);
     const startedAt = this.#options.now();
-    const pending = this.#stores.map((store) => store.pass(pass));
+    this.noticeWallJump();
+    const decisions = this.#stores.map((store) => (ordinary ? this.breakerStart(store, pass.now) : 'run'));
+    const stillWinding = this.#straggling !== null;
+    const pending = this.#stores.map((store, i) =>
+      stillWinding
+        ? Promise.resolve(cutOffReport(store, 'cut off by the time bound while the pass before it was still winding down'))
+        : decisions[i] === 'skip'
+          ? Promise.resolve(this.backingOff(store))
+          : store.pass(decisions[i] === 'probe' ? { ...pass, probe: true } : pass),
+    );
     // If a time bound fires (or already has), give the passes a moment to wind down, then leave them.
     const aborted = pass.signal.aborted
       ? Promise.resolve()
       : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
     const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
     const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
+    if (!first) {
+      const straggling = Promise.allSettled(pending).then(() => {
+        if (this.#straggling === straggling) this.#straggling = null;
+      });
+      this.#straggling = straggling;
+    }
+    this.#retryUntil.clear();
+    if (ordinary) this.#stores.forEach((store, i) => decisions[i] !== 'skip' && this.breakerJudge(store, stores[i]!));
     await this.recordAll();
     const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
     for (const s of stores) {
@@ -661,6 +792,14 @@ function linkSignal(signal: AbortSignal | undefined, controller: AbortController
   return () => signal.removeEventListener('abort', abort);
 }
 
+/** `work`'s result, or null once `ms` have passed without one (`work` goes on). */
+function raceTimeout<T>(work: Promise<T>, ms: number): Promise<T | null> {
+  return new Promise<T | null>((resolve, reject) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    work.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
 /** `work`, or a rejection with the signal's reason as soon as it aborts. */
 function raceSignal<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -685,6 +824,15 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
   }
 }
 
+/** The report of a store's pass that the time bound stopped before it could report itself. */
+function cutOffReport(store: StoreSync, reason: string): StoreSyncReport {
+  const cut = emptyReport(store.mount);
+  cut.status = 'skipped';
+  cut.code = 'time_bound';
+  cut.reason = reason;
+  return cut;
+}
+
 /** Reports of the passes that finish within `ms`; the others are recorded as cut off. */
 async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSync[], ms: number): Promise<StoreSyncReport[]> {
   let timer: NodeJS.Timeout | undefined;
@@ -695,12 +843,7 @@ async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSy
     return await Promise.all(
       pending.map(async (p, i) => {
         const report = await Promise.race([p, late]);
-        if (report) return report;
-        const cut = emptyReport(stores[i]!.mount);
-        cut.status = 'skipped';
-        cut.code = 'time_bound';
-        cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
-        return cut;
+        return report ?? cutOffReport(stores[i]!, 'cut off by the time bound; calls still in flight were abandoned');
       }),
     );
   } finally {

@@ -11,6 +11,8 @@ import {
   DEFAULT_REQUEST_TIMEOUT_S,
   DEFAULT_SYNC_INTERVAL_S,
   DEFAULT_SYNC_TIMEOUT_S,
+  DEFAULT_SYNC_WAIT_S,
+  DEFAULT_RETRY_BUDGET_S,
   MOUNT_PREFIX,
 } from './limits.js';
 import { debugLogger } from './logger.js';
@@ -32,6 +34,10 @@ export interface ResolvedOptions {
   requestTimeoutMs: number;
   /** Past this, a reconcile pass (or materialize's download) is cut off. */
   syncTimeoutMs: number;
+  /** An unforced reconcile waits this long for its pass, then lets it run on in the background. */
+  syncWaitMs: number;
+  /** An ordinary pass retries failed store calls for this long. */
+  retryBudgetMs: number;
   /** Where crash-recovery records go; undefined: none are kept. */
   stateDir: string | undefined;
   keepUnpushed: boolean;
@@ -42,7 +48,15 @@ export interface ResolvedOptions {
   fullListingEvery: number;
   /** A full listing at least this often (ms, on `now`). */
   fullListingIntervalMs: number;
+  /** Wall-clock milliseconds, for timestamps (reports, status). */
   now: () => number;
+  /**
+   * Milliseconds on a clock that never jumps, for durations: `performance.now`, or the `now`
+   * option when one is given (a test's clock drives both).
+   */
+  monotonicNow: () => number;
+  /** Whether `now` was given: then no wall-clock jump can be told from the clock itself. */
+  clockInjected: boolean;
   logger: Logger;
 }
 
@@ -84,6 +98,8 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     finalSyncTimeoutMs: timerSeconds(options.finalSyncTimeout, DEFAULT_FINAL_SYNC_TIMEOUT_S, 'finalSyncTimeout') * 1000,
     requestTimeoutMs: timerSeconds(options.requestTimeout, DEFAULT_REQUEST_TIMEOUT_S, 'requestTimeout') * 1000,
     syncTimeoutMs: timerSeconds(options.syncTimeout, DEFAULT_SYNC_TIMEOUT_S, 'syncTimeout') * 1000,
+    syncWaitMs: timerSeconds(options.syncWait, DEFAULT_SYNC_WAIT_S, 'syncWait', true) * 1000,
+    retryBudgetMs: timerSeconds(options.retryBudget, DEFAULT_RETRY_BUDGET_S, 'retryBudget', true) * 1000,
     stateDir: options.stateDir === undefined ? undefined : resolveStateDir(options.stateDir, memoryRoot),
     keepUnpushed: resolveKeepUnpushed(options.keepUnpushed),
     conflictCopies: resolveBoolean(options.conflictCopies, 'conflictCopies'),
@@ -91,6 +107,8 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     fullListingEvery: count(options.fullListingEvery, DEFAULT_FULL_LISTING_EVERY, 'fullListingEvery'),
     fullListingIntervalMs: seconds(options.fullListingInterval, DEFAULT_FULL_LISTING_INTERVAL_S, 'fullListingInterval', false) * 1000,
     now: options.now ?? Date.now,
+    monotonicNow: options.now ?? (() => performance.now()),
+    clockInjected: options.now !== undefined,
     logger: logger ?? debugLogger(),
   };
 }
@@ -145,9 +163,9 @@ function count(value: unknown, fallback: number, option: string): number {
 /** Node timers fire at once past 2^31 - 1 ms, which would cut the bounded work off before it starts. */
 const MAX_TIMER_S = Math.floor((2 ** 31 - 1) / 1000);
 
-/** A time bound: seconds > 0 that a Node timer can hold. */
-function timerSeconds(value: unknown, fallback: number, option: string): number {
-  const s = seconds(value, fallback, option, false);
+/** A time bound: seconds > 0 (>= 0 where `zeroAllowed`) that a Node timer can hold. */
+function timerSeconds(value: unknown, fallback: number, option: string, zeroAllowed = false): number {
+  const s = seconds(value, fallback, option, zeroAllowed);
   if (s > MAX_TIMER_S) {
     throw new MemoryConfigError(`${option} must be at most ${MAX_TIMER_S} seconds; got ${s}`, option);
   }

@@ -57,6 +57,12 @@ export interface PlanInput {
    * `null` takes every file as it is (the final passes).
    */
   settleAfter: number | null;
+  /**
+   * The host clock (ms) when the pass planned, as `settleAfter` is on. A file modified after it is
+   * dated in the future (the clock was set back since): its time says nothing, and it is taken as
+   * settled rather than left waiting until the clock catches up. Absent: no such check.
+   */
+  hostNow?: number;
 }
 
 export type PullReason = 'remote_changed' | 'new_remote' | 'conflict' | 'restore';
@@ -440,7 +446,7 @@ export function planStore(input: PlanInput): Plan {
       case 'new_local':
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
-        if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter) {
+        if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter && !(input.hostNow !== undefined && cell.local.mtimeMs > input.hostNow)) {
           plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
           break;
         }

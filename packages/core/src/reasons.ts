@@ -14,6 +14,8 @@ export type StoreReasonCode =
   | 'time_bound'
   /** The store could not be read (a listing failed): `detail` names the StoreError kind. */
   | 'store_error'
+  /** The store was unavailable at its last passes: skipped until its circuit breaker probes it again. */
+  | 'backing_off'
   /** The disk failed under the pass (an I/O error outside any one path). */
   | 'filesystem_error'
   /** The store folder was gone: re-downloaded (or, in a push-only flush, left). */

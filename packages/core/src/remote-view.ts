@@ -151,7 +151,14 @@ export class RemoteView {
    * The store's memories, indexed for the planner. Throws (a StoreError) only when a full
    * listing fails; a feed failure falls back to one.
    */
-  async read(opts: { mode: RemoteReadMode; now: number; signal: AbortSignal; caseInsensitive: boolean }): Promise<{ index: RemoteIndex; source: RemoteSource }> {
+  async read(opts: {
+    mode: RemoteReadMode;
+    now: number;
+    signal: AbortSignal;
+    caseInsensitive: boolean;
+    /** A probe of an unavailable store: a feed read failing `unavailable` is the answer, not a reason to list. */
+    probe?: boolean;
+  }): Promise<{ index: RemoteIndex; source: RemoteSource }> {
     const { logger } = this.#deps;
     if (opts.mode === 'reuse' && this.#reusable) {
       this.#readThisPass = true;
@@ -169,7 +176,7 @@ export class RemoteView {
     let reason: FullListingReason = choice.kind === 'full' ? choice.reason : 'feed_error';
     let accounted: { versions: StoreMemoryVersion[]; times: ReadTimes } | undefined;
     if (choice.kind === 'feed') {
-      const read = await this.#readFeed(opts.signal);
+      const read = await this.#readFeed(opts.signal, opts.probe === true);
       if (read.kind === 'versions') {
         const folded = foldVersions(this.#state, read.versions, read.times);
         if (folded.kind === 'folded') {
@@ -209,7 +216,7 @@ export class RemoteView {
   }
 
   /** One feed read from `since`, bounded by the budget; a failure is a reason to list instead. */
-  async #readFeed(signal: AbortSignal): Promise<
+  async #readFeed(signal: AbortSignal, probe: boolean): Promise<
     { kind: 'versions'; versions: StoreMemoryVersion[]; times: ReadTimes } | { kind: 'failed'; reason: FullListingReason }
   > {
     const { client, storeId, logger, feedBudgetMs } = this.#deps;
@@ -225,6 +232,7 @@ export class RemoteView {
       // The pass itself is over: nothing to fall back to.
       if (signal.aborted) throw err;
       const error = asStoreError(err);
+      if (probe && error.kind === 'unavailable') throw error;
       if (REFUSALS.has(error.kind)) {
         const status = error.status === undefined ? error.kind : `HTTP ${error.status}, ${error.kind}`;
         this.#refused = status;

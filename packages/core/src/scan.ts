@@ -113,12 +113,18 @@ export function racyWindowMs(ctimeMs: number): number {
 /** Files read at once: enough to keep libuv's pool busy, few enough to bound memory (each read is at most 100 kB). */
 const READ_CONCURRENCY = 16;
 
-/** Scans the store folder through its confined handle. Never reads a byte outside it. */
+/**
+ * Scans the store folder through its confined handle. Never reads a byte outside it. `signal`
+ * (the pass's deadline) is checked before each folder and each read: a pass cut off stops
+ * scanning at once and the scan rejects with its reason, rather than reading on after its caller
+ * gave up (and beside the next pass).
+ */
 export async function scanStore(
   folder: StoreFolder,
   memoryStoreId: string,
   cache: ScanCache = new Map(),
   carry?: ScanCarry,
+  signal?: AbortSignal,
 ): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
   const keep = carry && { ...carry, left: carry.budgetBytes, into: (snapshot.carried = new Map()) };
@@ -131,6 +137,7 @@ export async function scanStore(
   try {
     await folder.walk(
       async ({ files, blocked, statFiles }) => {
+        signal?.throwIfAborted();
         for (const { wirePath, reason, code } of blocked) {
           snapshot.blocked.set(wirePath, { code, detail: reason });
           if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);
@@ -144,7 +151,13 @@ export async function scanStore(
           const stat = stats?.[i];
           const known = cache.get(file.wirePath);
           if (stat && known && unchangedSinceHashed(known, stat)) snapshot.files.set(file.wirePath, known.file);
-          else reads.push(slots.runExclusive(() => scanFile(file, snapshot, cache, keep, stats ? (stat ?? null) : undefined)));
+          else
+            reads.push(
+              slots.runExclusive(() => {
+                signal?.throwIfAborted();
+                return scanFile(file, snapshot, cache, keep, stats ? (stat ?? null) : undefined);
+              }),
+            );
         });
         await Promise.all(reads);
       },
@@ -154,6 +167,7 @@ export async function scanStore(
       (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isUnsyncedName(entry.name)),
     );
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
     if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };
     snapshot.blocked.set('/', { code: 'unreadable', detail: `folder could not be read (${errorCode(err) ?? String(err)})` });
   }

@@ -29,6 +29,12 @@ export interface StoreStatus {
   pendingDeletions: string[];
   /** Why the folder is no longer trusted (never synced again, SPEC 4.4); null while trusted. */
   distrusted: string | null;
+  /**
+   * The circuit breaker, while the store is unavailable (SPEC 6.7): how many passes in a row
+   * found it so, and from when (clock time, ms) the next pass probes it with one request;
+   * `probing` while that probe runs. Null while the store answers.
+   */
+  backoff: { failures: number; nextProbeAt: number; probing: boolean } | null;
 }
 
 /**

@@ -67,6 +67,12 @@ export interface PassOptions {
    * read the store and left no write of unknown outcome (the flush after the final sync).
    */
   remote?: RemoteReadMode;
+  /**
+   * The circuit breaker's probe of a store that was unavailable: its first store request decides.
+   * A feed read that fails `unavailable` then ends the pass instead of falling back to a full
+   * listing (one request per breaker step, not two).
+   */
+  probe?: boolean;
 }
 
 /**
@@ -78,6 +84,11 @@ export class StoreSync {
   readonly state: SyncState = emptySyncState();
   /** The last trusted scan, so finalize can name local changes a failed flush never pushed. */
   lastScan: LastScan | null = null;
+  /**
+   * The store failure that stopped the last pass (a listing that failed), or null when the pass
+   * got past reading the store (or stopped for another reason): what the circuit breaker judges.
+   */
+  lastStoreFailure: StoreError | null = null;
   /** Whether the disk under this store folds case (/A.md and /a.md one file); probed at download. */
   #caseInsensitive = false;
   /** The confined store folder: all disk access of this store goes through it. */
@@ -217,9 +228,11 @@ export class StoreSync {
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
     const report = emptyReport(this.mount);
+    this.lastStoreFailure = null;
     try {
       await this.runPass(opts, report);
     } catch (err) {
+      if (err instanceof StoreError && !opts.signal.aborted) this.lastStoreFailure = err;
       // Everything below is caught per action; reaching here means the pass could not run.
       if (opts.signal.aborted) stop(report, 'skipped', 'time_bound', 'cut off by the time bound');
       else {
@@ -241,10 +254,13 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    const scanned = await scanStore(this.#folder, mount.memoryStoreId, state.scanCache, {
-      wanted: (path, sha) => state.baseline.get(path) !== sha,
-      budgetBytes: CARRY_BUDGET_BYTES,
-    });
+    const scanned = await scanStore(
+      this.#folder,
+      mount.memoryStoreId,
+      state.scanCache,
+      { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
+      opts.signal,
+    );
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
@@ -292,7 +308,13 @@ export class StoreSync {
     }
     // A write of unknown outcome is settled by what the store now holds: never by a reused view.
     const mode = opts.remote === 'reuse' && state.unknownWrites.size > 0 ? 'auto' : (opts.remote ?? 'auto');
-    const read = await this.#remote.read({ mode, now: opts.now, signal: opts.signal, caseInsensitive: this.#caseInsensitive });
+    const read = await this.#remote.read({
+      mode,
+      now: opts.now,
+      signal: opts.signal,
+      caseInsensitive: this.#caseInsensitive,
+      ...(opts.probe && { probe: true }),
+    });
     logger.debug('remote side read', { path: mount.path, source: read.source });
     const { remote, skipped } = read.index;
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
@@ -315,6 +337,7 @@ export class StoreSync {
       graceMs: opts.graceMs,
       // The host clock, as file mtimes are: `now` may be a test's clock.
       settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
+      hostNow: Date.now(),
       baseline: state.baseline,
       baselineIds: state.baselineIds,
       localFiles: snapshot.files,

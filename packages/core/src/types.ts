@@ -67,10 +67,9 @@ export interface MemoryMounterOptions {
    */
   requestTimeout?: number;
   /**
-   * **Seconds** one reconcile pass may take, and so how long a tool call wrapped by `withMemorySync`
-   * may wait for it (plus about 1 s of wind-down). Also bounds `materialize()`'s download. Retries
-   * of failed store calls stop at this deadline. A finite number > 0, at most 2,147,483.
-   * Default 60.
+   * **Seconds** one reconcile pass may take (plus about 1 s of wind-down): how long
+   * `reconcile({ force: true })` may wait for it. (An unforced call waits at most `syncWait`.)
+   * Also bounds `materialize()`'s download. A finite number > 0, at most 2,147,483. Default 60.
    */
   syncTimeout?: number;
   /**
@@ -129,7 +128,28 @@ export interface MemoryMounterOptions {
    * number > 0. Default 600 (10 minutes).
    */
   fullListingInterval?: number;
-  /** Clock: a function returning **milliseconds** since the epoch. Default `Date.now`. */
+  /**
+   * **Seconds** an unforced `reconcile()` (and so a tool call wrapped by `withMemorySync`) waits
+   * for its pass. A pass still running then goes on in the background: the call resolves `null`,
+   * the next call joins that pass instead of starting another, and its result reaches the events,
+   * `status()` and the log as usual. `reconcile({ force: true })` waits for the whole pass
+   * (bounded by `syncTimeout`). A finite number >= 0. Default 2.
+   */
+  syncWait?: number;
+  /**
+   * **Seconds** an ordinary reconcile pass spends retrying failed store calls (`unavailable`,
+   * timeouts; never past `syncTimeout`). A store still failing then is reported unavailable and
+   * left to the circuit breaker, which skips it for a growing delay and probes it with one request.
+   * Finalize and `recover` retry within their whole window instead. A finite number >= 0.
+   * Default 5.
+   */
+  retryBudget?: number;
+  /**
+   * Clock: a function returning **milliseconds**. Default: timestamps (`startedAt`, `lastPassAt`)
+   * from `Date.now`, durations (the sync interval, the deletion grace, the listing cadence, the
+   * circuit breaker) from the monotonic `performance.now`, so a wall clock set back or forward
+   * never stops syncs nor skips a grace. A clock given here (a test's) drives both.
+   */
   now?: () => number;
   /** Where log lines go (no unit). Default: the `debug` package, namespaces `memory-mounter:*`. */
   logger?: Logger;

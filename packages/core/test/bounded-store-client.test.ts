@@ -361,3 +361,71 @@ describe('the optional listings (change feed, one folder) are passed through, bo
     expect(attempt).toBe(2);
   });
 });
+
+describe('retry-after and the retry budget (SPEC 6.7)', () => {
+  const throttled = (ms: number) => new StoreError('unavailable', 'injected 429', { status: 429, retryAfterMs: ms });
+
+  it("a retry waits at least the store's retry-after, even when the backoff draw is shorter", async () => {
+    const delays: number[] = [];
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ get: sequence([throttled(2_000), memory('m')], calls) }), { sleep: instantSleep(delays), random: () => 0.5 });
+    expect(await client.get('store', 'm', { signal: live() })).toEqual(memory('m'));
+    expect(delays).toEqual([2_000]);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('no retry starts past retryUntil: the failure is returned at once, with its retry-after', async () => {
+    const calls: unknown[][] = [];
+    const delays: number[] = [];
+    const clock = 1_000;
+    const client = bounded(scripted({ get: sequence([throttled(30_000), memory('m')], calls) }), {
+      sleep: instantSleep(delays),
+      monotonicMs: () => clock,
+      // A 5 s budget from now: a 30 s retry-after cannot be waited out within it.
+      retryUntil: () => clock + 5_000,
+    });
+    const err = await failure(client.get('store', 'm', { signal: live() }));
+    expect(err.kind).toBe('unavailable');
+    expect(err.retryAfterMs).toBe(30_000);
+    expect(calls).toHaveLength(1);
+    expect(delays).toEqual([]);
+  });
+
+  it('retries go on while the budget allows, then stop: attempts bounded by the budget, not the deadline', async () => {
+    let clock = 0;
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ list: (...args: unknown[]) => { calls.push(args); return failingListing(); } }), {
+      // Each sleep moves the clock by what it slept: backoff 100, 200, 400, ... (random 0.999).
+      sleep: async (ms) => {
+        clock += ms;
+      },
+      random: () => 0.999,
+      monotonicMs: () => clock,
+      retryUntil: () => 1_000,
+    });
+    const err = await failure(collect(client.list('store', { signal: live() })));
+    expect(err.message).toMatch(/gave up at the retry budget after \d+ attempts/);
+    // 99 + 199 + 399 = 697 ms of sleeps fit; the next (799) would end past 1,000.
+    expect(calls).toHaveLength(4);
+  });
+
+  it('retryUntil -Infinity (a probe): one request, no retry', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ get: sequence([unavailable(), memory('m')], calls) }), { retryUntil: () => -Infinity });
+    await failure(client.get('store', 'm', { signal: live() }));
+    expect(calls).toHaveLength(1);
+  });
+
+  it('retryUntil is asked per store: another store keeps its retries', async () => {
+    const calls: unknown[][] = [];
+    const client = bounded(scripted({ get: sequence([unavailable(), memory('m')], calls) }), {
+      retryUntil: (storeId) => (storeId === 'probed' ? -Infinity : undefined),
+    });
+    expect(await client.get('healthy', 'm', { signal: live() })).toEqual(memory('m'));
+    expect(calls).toHaveLength(2);
+  });
+});
+
+async function* failingListing(): AsyncIterable<StoreMemory> {
+  throw unavailable();
+}

@@ -38,6 +38,8 @@ describe('MemoryConfigError, naming the option at fault', () => {
     ['finalSyncTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
     ['requestTimeout', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30', null, 2_147_484]],
     ['syncTimeout', [0, -0.5, Number.NaN, Number.POSITIVE_INFINITY, '60', null, 2_147_484]],
+    ['syncWait', [-1, Number.NaN, Number.POSITIVE_INFINITY, '2', null, 2_147_484]],
+    ['retryBudget', [-0.5, Number.NaN, Number.POSITIVE_INFINITY, '5', null, 2_147_484]],
     ['transferConcurrency', [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '16', null]],
     ['fullListingEvery', [0, -1, 2.5, Number.NaN, Number.POSITIVE_INFINITY, '100', null]],
     ['fullListingInterval', [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '600', null]],

@@ -305,6 +305,15 @@ describe('planStore: refusals, blocked paths, push-only flush', () => {
     ]);
     expect(rw({}, { localFiles: local, settleAfter: 2_000 }).actions).toMatchObject([{ type: 'create' }]);
   });
+
+  it('a new file dated in the future (the host clock was set back) counts as settled', () => {
+    const local = new Map([[P, { sha: 'L', size: 1, mtimeMs: 3_600_000 }]]);
+    // Written an hour "ahead" of now: its time cannot say it is still being written.
+    expect(rw({}, { localFiles: local, settleAfter: 1_000, hostNow: 2_000 }).actions).toMatchObject([{ type: 'create' }]);
+    // Within the window and not in the future: it still waits.
+    const recent = new Map([[P, { sha: 'L', size: 1, mtimeMs: 1_500 }]]);
+    expect(rw({}, { localFiles: recent, settleAfter: 1_000, hostNow: 2_000 }).skipped).toMatchObject([{ code: 'settling' }]);
+  });
 });
 
 describe('the plan keeps transfers, baseline-only and report-only actions apart', () => {

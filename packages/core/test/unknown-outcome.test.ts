@@ -75,6 +75,19 @@ describe.each(DISKS)('a write of unknown outcome whose repeat meets the store ho
       expect(h.client.snapshot(STORE)['/a.md']).toBeUndefined();
     });
 
+    it('finalize after that pass, with the agent\'s later edit: the edit is pushed, nothing is named unpushed', async () => {
+      h.client.alreadyAppliedUpdate = answer;
+      const m = await h.mountNotes({ syncTimeout: 10, finalSyncTimeout: 10 });
+      await h.write(`${h.notesDir}/a.md`, 'alpha, edited');
+      h.client.failAfterApply('update');
+      await m.reconcile({ force: true });
+      await h.write(`${h.notesDir}/a.md`, 'alpha, edited again');
+      const report = await m.finalize();
+      expect(report.unpushed).toEqual([]);
+      expect(report.sync!.stores[0]!).toMatchObject({ conflicts: [], pushed: ['/a.md'] });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited again');
+    });
+
     it('a crash after that pass: recover takes the recorded write as ours and pushes the agent\'s later edit', async () => {
       h.client.alreadyAppliedUpdate = answer;
       const stateDir = posix.join(posix.dirname(h.memoryRoot), 'state');

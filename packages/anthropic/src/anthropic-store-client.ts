@@ -26,8 +26,8 @@ interface SdkPage<Item> {
 
 export interface AnthropicStoreClientOptions {
   /**
-   * The host's SDK client. Its retry policy (`maxRetries`, `timeout`) is the only retry: this
-   * class never repeats a call, so a host that wants none passes `maxRetries: 0`.
+   * The host's SDK client: its credentials, base URL, `timeout` and the rest are used as given,
+   * except `maxRetries`, which is 0 for every call made here (see the class comment).
    */
   client: Anthropic;
 }
@@ -40,14 +40,22 @@ export interface AnthropicStoreClientOptions {
  * `cause`. Listings ask for the largest page the service allows (100 items, 20 with content).
  * `list` never passes `depth`, so the service sends no `memory_prefix` roll-ups (any that
  * arrive anyway are skipped); `listFolder` passes `depth=1` and yields them.
+ *
+ * One request per call (SPEC 6.6): every call, each page of a listing included, goes through a
+ * copy of the host's client with the SDK's own retries off. The engine is the one owner of
+ * retries: it repeats what is safe to repeat, within its deadlines, and never a `create`. Left
+ * on, the SDK's retries (two by default) would run under the engine's, so a `create` the engine
+ * sends once could be sent three times, and an outage would cost three requests per attempt.
  */
 export class AnthropicStoreClient implements StoreClient {
   readonly #memories: MemoriesResource;
   readonly #versions: VersionsResource;
 
   constructor(options: AnthropicStoreClientOptions) {
-    this.#memories = options.client.beta.memoryStores.memories;
-    this.#versions = options.client.beta.memoryStores.memoryVersions;
+    // A page's next page is fetched by the client that fetched it: this copy, retries off too.
+    const client = options.client.withOptions({ maxRetries: 0 });
+    this.#memories = client.beta.memoryStores.memories;
+    this.#versions = client.beta.memoryStores.memoryVersions;
   }
 
   async *list(

@@ -77,7 +77,7 @@ describe('AnthropicStoreClient listings', () => {
     });
     const last = page([{ type: 'memory_prefix', path: '/deep/' }, { ...memory, id: 'mem_2', path: '/b.md' }]);
     const first = page([memory, { type: 'memory_prefix', path: '/folder/' }], last);
-    const fakeSdk = { beta: { memoryStores: { memories: { list: async () => first } } } };
+    const fakeSdk = { beta: { memoryStores: { memories: { list: async () => first } } }, withOptions: () => fakeSdk };
     const client = new AnthropicStoreClient({ client: fakeSdk as unknown as Anthropic });
     expect((await collect(client.list(STORE))).map((m) => m.id)).toEqual(['mem_1', 'mem_2']);
   });
@@ -94,19 +94,33 @@ describe('AnthropicStoreClient errors through the wire', () => {
     expect(server.requestCount('retrieve')).toBe(1);
   });
 
-  it('leaves retrying to the SDK: one injected 503 is retried once and the call succeeds', async () => {
+  it('never lets the SDK retry: with the SDK\'s default maxRetries, one injected 503 fails the call in one request', async () => {
     const [memory] = server.seed(STORE, { '/a.md': 'a' });
     server.failNext('retrieve', 503);
-    const got = await storeClient({ maxRetries: 2 }).get(STORE, memory!.id);
-    expect(got.content).toBe('a');
-    expect(server.requestCount('retrieve')).toBe(2);
+    const client = new AnthropicStoreClient({ client: new Anthropic({ apiKey: 'test', baseURL: server.baseURL }) });
+    const err = await failure(client.get(STORE, memory!.id), 'unavailable');
+    expect(err.status).toBe(503);
+    expect(server.requestCount('retrieve')).toBe(1);
+    expect((await client.get(STORE, memory!.id)).content).toBe('a');
   });
 
-  it('does no retrying of its own: with maxRetries 2, three 429s make exactly three requests', async () => {
-    server.failNext('list', 429, 3);
+  it('does no retrying of its own either: with maxRetries 2, a 429 is one request, a later page too', async () => {
+    seedMany(150);
+    server.failNext('list', 429);
     const err = await failure(collect(storeClient({ maxRetries: 2 }).list(STORE)), 'unavailable');
     expect(err.status).toBe(429);
-    expect(server.requestCount('list')).toBe(3);
+    expect(server.requestCount('list')).toBe(1);
+    // The second page is fetched by the page's own client: the copy with retries off.
+    server.resetRequests();
+    const client = storeClient({ maxRetries: 2 });
+    const walk = client.list(STORE)[Symbol.asyncIterator]();
+    await walk.next();
+    server.failNext('list', 503);
+    const failed = await failure((async () => {
+      for (;;) if ((await walk.next()).done) return;
+    })(), 'unavailable');
+    expect(failed.status).toBe(503);
+    expect(server.requestCount('list')).toBe(2);
   });
 
   it('gets precondition_failed in one request: the service marks it not worth retrying', async () => {

@@ -1,4 +1,4 @@
-import { asStoreError, StoreError } from './errors.js';
+import { asStoreError, StoreError, type StoreErrorKind } from './errors.js';
 import type {
   StoreClient,
   StoreFolderEntry,
@@ -33,6 +33,16 @@ import type { Logger } from './types.js';
  * and no retry starts past `retryUntil` (an ordinary pass's small retry budget, SPEC 6.7), so
  * an outage ends the pass in seconds rather than at its deadline, with the failure (and its
  * `retry-after`) for the mounter's circuit breaker.
+ *
+ * Reported as it stands (SPEC 6.6): a repeat answers for the store as it is after every earlier
+ * attempt, and an attempt that failed `unavailable` may have landed. So a repeated `update` that
+ * meets `precondition_failed` or `path_conflict` may be meeting its own earlier attempt (the
+ * store already holds the content or path sent): the write's outcome is still unknown, and it
+ * fails as `unavailable` (the answer kept as `cause`), which the engine settles like any write
+ * of unknown outcome, by what the next listing shows. A repeat that succeeds is a success
+ * (however the service treats an update that changes nothing); a repeated guarded `delete` that
+ * meets `not_found` is reported as such (the engine takes it as done), and one that meets
+ * `precondition_failed` is an answer (our own delete would have left nothing to compare).
  */
 export interface BoundedStoreClientOptions {
   requestTimeoutMs: number;
@@ -142,7 +152,7 @@ export class BoundedStoreClient implements StoreClient {
     opts: { signal?: AbortSignal } = {},
   ): Promise<StoreMemory> {
     const guarded = input.expected_content_sha256 !== undefined;
-    return this.#retrying('update', storeId, opts.signal, guarded, (attempt) =>
+    return this.#retrying('update', storeId, opts.signal, guarded ? UPDATE_SEEN_OWN_WRITE : false, (attempt) =>
       attempt.guard(() => this.#inner.update(storeId, memoryId, input, { signal: attempt.signal })),
     );
   }
@@ -155,12 +165,16 @@ export class BoundedStoreClient implements StoreClient {
     );
   }
 
-  /** Runs `work` in bounded attempts, repeating `unavailable` failures while `repeatable` and the deadline allow. */
+  /**
+   * Runs `work` in bounded attempts, repeating `unavailable` failures while `repeatable` and the
+   * deadline allow. `repeatable` may name the answers that, on a repeat, can be the store showing
+   * an earlier attempt's own write: those leave the outcome unknown (see the class comment).
+   */
   async #retrying<T>(
     operation: Operation,
     storeId: string,
     deadline: AbortSignal | undefined,
-    repeatable: boolean,
+    repeatable: boolean | ReadonlySet<StoreErrorKind>,
     work: (attempt: Attempt) => Promise<T>,
   ): Promise<T> {
     let lastFailure: StoreError | undefined;
@@ -178,10 +192,12 @@ export class BoundedStoreClient implements StoreClient {
         this.#logger?.info('store call timed out; abandoned', { memory_store_id: storeId, operation, attempt: n, timeout_ms: this.#timeoutMs });
       }
       const error = asStoreError(failure);
+      // After an attempt that may have landed, an answer it could explain is no answer.
+      if (lastFailure && typeof repeatable !== 'boolean' && repeatable.has(error.kind)) throw stillUnknown(operation, n, error);
       // An answer (or a client breaking the contract) is final; only `unavailable` may pass.
       if (!reportsUnavailable(failure)) throw error;
       if (deadline?.aborted) throw gaveUp(operation, n, lastFailure, error);
-      if (!repeatable || deadline === undefined) throw error;
+      if (repeatable === false || deadline === undefined) throw error;
       lastFailure = error;
       const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (n - 1));
       // The store's own `retry-after` is a floor: never sooner than it asked.
@@ -283,6 +299,21 @@ async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt): Promise
     void new Promise((resolve) => resolve(iterator.return?.())).then(undefined, () => undefined);
     throw err;
   }
+}
+
+/**
+ * What a repeated `update` may meet when its earlier attempt landed: the memory already holds the
+ * content sent (so its sha is no longer the one expected), or already stands at the path sent.
+ */
+const UPDATE_SEEN_OWN_WRITE: ReadonlySet<StoreErrorKind> = new Set<StoreErrorKind>(['precondition_failed', 'path_conflict']);
+
+/** A repeat's answer that an earlier attempt of unknown outcome may explain: the outcome stays unknown. */
+function stillUnknown(operation: Operation, attempts: number, answer: StoreError): StoreError {
+  return new StoreError(
+    'unavailable',
+    `store ${operation} outcome unknown: attempt ${attempts} met ${answer.kind} after an earlier attempt that may have landed`,
+    { cause: answer },
+  );
 }
 
 /** Whether the client itself reported the failure as `unavailable` (a timeout here counts). */

@@ -133,7 +133,9 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
         return;
       }
       if (result.cutOff) report.cutOff.push(path);
-      // Sent, outcome unknown: the next listing tells whether it landed (settleUnknownWrites).
+      // Sent, outcome unknown (a lost answer, or a repeat that may have met this very write:
+      // BoundedStoreClient reports both as unavailable): the next listing tells whether it landed
+      // (settleUnknownWrites).
       if (pushing && result.error === 'unavailable') state.unknownWrites.set(path, action.localSha);
       // A rename of unknown outcome: a memory holding `sha` at the new path next pass is it.
       if (action.type === 'rename_remote' && result.error === 'unavailable') state.unknownWrites.set(path, action.sha);

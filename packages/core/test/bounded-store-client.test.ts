@@ -281,6 +281,58 @@ describe('unavailable is retried until the deadline, where a repeat is safe', ()
   });
 });
 
+describe('a repeat that may meet its own earlier attempt leaves the outcome unknown (SPEC 6.6)', () => {
+  const answer = (kind: 'precondition_failed' | 'path_conflict' | 'not_found') => new StoreError(kind, `injected ${kind}`, { status: 409 });
+
+  it.each(['precondition_failed', 'path_conflict'] as const)(
+    'an update repeated after unavailable that meets %s fails unavailable, outcome unknown, the answer its cause; no further attempt',
+    async (kind) => {
+      const calls: unknown[][] = [];
+      const met = answer(kind);
+      const client = bounded(scripted({ update: sequence([unavailable(), met, memory('m')], calls) }));
+      const err = await failure(client.update('store', 'm', { content: 'x', expected_content_sha256: 'abc' }, { signal: live() }));
+      expect(err.kind).toBe('unavailable');
+      expect(err.cause).toBe(met);
+      expect(err.message).toMatch(new RegExp(`outcome unknown: attempt 2 met ${kind}`));
+      expect(calls).toHaveLength(2);
+    },
+  );
+
+  it('a path-only update (a rename) repeated after unavailable that meets path_conflict: unknown too', async () => {
+    const client = bounded(scripted({ update: sequence([unavailable(), unavailable(), answer('path_conflict')], []) }));
+    const err = await failure(client.update('store', 'm', { path: '/b.md', expected_content_sha256: 'abc' }, { signal: live() }));
+    expect(err.kind).toBe('unavailable');
+    expect((err.cause as StoreError).kind).toBe('path_conflict');
+  });
+
+  it('an update repeated after unavailable that meets not_found is that answer: the memory is gone whatever the first try did', async () => {
+    const client = bounded(scripted({ update: sequence([unavailable(), answer('not_found')], []) }));
+    const err = await failure(client.update('store', 'm', { content: 'x', expected_content_sha256: 'abc' }, { signal: live() }));
+    expect(err.kind).toBe('not_found');
+  });
+
+  it('on the first attempt the same answers are answers: nothing was sent before', async () => {
+    for (const kind of ['precondition_failed', 'path_conflict'] as const) {
+      const client = bounded(scripted({ update: sequence([answer(kind)], []) }));
+      const err = await failure(client.update('store', 'm', { content: 'x', expected_content_sha256: 'abc' }, { signal: live() }));
+      expect(err.kind).toBe(kind);
+    }
+  });
+
+  it('a repeat that succeeds is a success, whatever the first try did', async () => {
+    const client = bounded(scripted({ update: sequence([unavailable(), memory('m')], []) }));
+    expect(await client.update('store', 'm', { content: 'x', expected_content_sha256: 'abc' }, { signal: live() })).toEqual(memory('m'));
+  });
+
+  it('a guarded delete repeated after unavailable: not_found and precondition_failed stay answers (our own delete leaves nothing to compare)', async () => {
+    for (const kind of ['not_found', 'precondition_failed'] as const) {
+      const client = bounded(scripted({ delete: sequence([unavailable(), answer(kind)], []) }));
+      const err = await failure(client.delete('store', 'm', { expected_content_sha256: 'abc', signal: live() }));
+      expect(err.kind).toBe(kind);
+    }
+  });
+});
+
 describe('the optional listings (change feed, one folder) are passed through, bounded and retried alike', () => {
   const version = (id: string): StoreMemoryVersion => ({
     id,

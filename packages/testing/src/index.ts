@@ -19,6 +19,6 @@ export type {
   Instant,
 } from './model/memory-versions.js';
 export { MemoryService, type MemoryServiceOptions } from './model/memory-service.js';
-export type { MemoryStore, MemoryRecord, MemoryChange, ListRequest, VersionQuery, StoreEnvironment } from './model/memory-store.js';
+export type { MemoryStore, MemoryRecord, MemoryChange, ListRequest, VersionQuery, StoreEnvironment, AlreadyAppliedUpdate } from './model/memory-store.js';
 export type { ListEntry } from './model/listing.js';
 export { ServiceRefusal, type RefusalCode } from './model/refusal.js';

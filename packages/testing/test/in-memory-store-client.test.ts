@@ -356,6 +356,38 @@ describe('InMemoryStoreClient', () => {
     });
   });
 
+  describe('an update repeated after it landed (alreadyAppliedUpdate)', () => {
+    it.each([
+      ['succeeds', { kind: 'resolved' }],
+      ['precondition_failed', { kind: 'precondition_failed', status: 409 }],
+    ] as const)('%s: the repeat of a guarded update that already landed', async (answer, expected) => {
+      const client = new InMemoryStoreClient({ alreadyAppliedUpdate: answer });
+      const [a] = client.seed(STORE, { '/a.md': 'one' });
+      const guarded = { content: 'two', expected_content_sha256: sha256Hex('one') };
+      client.failAfterApply('update');
+      await storeErrorOf(client.update(STORE, a!.id, guarded));
+      const repeat = await client.update(STORE, a!.id, guarded).then(
+        () => ({ kind: 'resolved' }),
+        (err: StoreError) => ({ kind: err.kind, status: err.status }),
+      );
+      expect(repeat).toEqual(expected);
+      expect(client.snapshot(STORE)).toEqual({ '/a.md': 'two' });
+      expect(client.versions(STORE)).toHaveLength(2); // created, modified once
+    });
+
+    it('either way a stale precondition that asks for a change is refused, and a rename that landed repeats harmlessly', async () => {
+      for (const answer of ['succeeds', 'precondition_failed'] as const) {
+        const client = new InMemoryStoreClient({ alreadyAppliedUpdate: answer });
+        const [a] = client.seed(STORE, { '/a.md': 'one' });
+        const stale = { content: 'three', expected_content_sha256: sha256Hex('zero') };
+        expect(await storeErrorOf(client.update(STORE, a!.id, stale))).toMatchObject({ kind: 'precondition_failed' });
+        const rename = { path: '/b.md', expected_content_sha256: sha256Hex('one') };
+        await client.update(STORE, a!.id, rename);
+        await expect(client.update(STORE, a!.id, rename)).resolves.toMatchObject({ path: '/b.md' });
+      }
+    });
+  });
+
   describe('memory versions', () => {
     it('records the helpers\' writes, and nothing for a write to nothing', () => {
       const client = new InMemoryStoreClient();

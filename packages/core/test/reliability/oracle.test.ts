@@ -37,31 +37,22 @@ describe('the oracle catches a planted defect', () => {
   });
 
   it("I2: a false conflict: the engine's own earlier push taken for a remote edit overwrites the agent's later write", async () => {
-    // A service that, unlike the real one, checks the precondition of an update even when the
-    // memory already holds what is asked: the retry of an update whose first answer was lost
-    // then fails, and the engine no longer knows the store holds its own write.
-    let answerLost = false;
-    const strictRetries = (client: StoreClient): StoreClient => ({
+    // A store client that applies an update and then answers precondition_failed, at the first
+    // try: nothing tells the engine the store holds its own write (the engine defends only a
+    // repeat after an attempt of unknown outcome, SPEC 6.6), so it settles the push as lost.
+    const lyingUpdates = (client: StoreClient): StoreClient => ({
       list: (...args) => client.list(...args),
       get: (...args) => client.get(...args),
       create: (...args) => client.create(...args),
       delete: (...args) => client.delete(...args),
       update: async (storeId, memoryId, input, opts) => {
-        if (!answerLost) {
-          answerLost = true;
-          await client.update(storeId, memoryId, input, opts);
-          throw new StoreError('unavailable', 'the answer was lost');
-        }
-        const current = await client.get(storeId, memoryId);
-        if (input.expected_content_sha256 !== undefined && current.content_sha256 !== input.expected_content_sha256) {
-          throw new StoreError('precondition_failed', 'content_sha256 does not match');
-        }
-        return client.update(storeId, memoryId, input, opts);
+        await client.update(storeId, memoryId, input, opts);
+        throw new StoreError('precondition_failed', 'content_sha256 does not match');
       },
     });
     await expect(
       runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true), new AgentEdit('rw', '/a.md'), new Reconcile(true)], {
-        client: strictRetries,
+        client: lyingUpdates,
       }),
     ).rejects.toThrow(/I2: a conflict at \/a\.md in memstore_rw overwrote the agent's write with content only the engine itself sent there/);
   });

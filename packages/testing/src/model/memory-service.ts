@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { MemoryStore, OTHER_WRITER, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
+import { MemoryStore, OTHER_WRITER, type AlreadyAppliedUpdate, type MemoryRecord, type StoreEnvironment } from './memory-store.js';
 import type { VersionRecord } from './memory-versions.js';
 
 export interface MemoryServiceOptions {
@@ -10,7 +10,10 @@ export interface MemoryServiceOptions {
   now?: () => number;
   /** Initial `versionRetentionMs`. */
   versionRetentionMs?: number;
+  /** Initial `alreadyAppliedUpdate`. */
+  alreadyAppliedUpdate?: AlreadyAppliedUpdate;
 }
+
 
 /**
  * The modelled service: its stores (each a `MemoryStore`, created empty on first use) and the
@@ -30,6 +33,8 @@ export class MemoryService {
    * feed, for good. `undefined` (the default) keeps every one.
    */
   versionRetentionMs: number | undefined;
+  /** See `AlreadyAppliedUpdate`. Default `'succeeds'`. Settable between calls. */
+  alreadyAppliedUpdate: AlreadyAppliedUpdate;
 
   readonly #stores = new Map<string, MemoryStore>();
   /** Fresh ids and timestamps, shared by every store. */
@@ -37,12 +42,14 @@ export class MemoryService {
 
   constructor(options: MemoryServiceOptions = {}) {
     this.versionRetentionMs = options.versionRetentionMs;
+    this.alreadyAppliedUpdate = options.alreadyAppliedUpdate ?? 'succeeds';
     const now = options.now ?? Date.now;
     this.env = {
       newId: randomId,
       now: () => new Date(now()).toISOString(),
       nowMs: now,
       retentionMs: () => this.versionRetentionMs,
+      alreadyAppliedUpdate: () => this.alreadyAppliedUpdate,
     };
   }
 

@@ -32,7 +32,17 @@ export interface StoreEnvironment extends VersionClock {
   newId(prefix: 'mem'): string;
   /** RFC 3339; the same instant as `nowMs()`. */
   now(): string;
+  /** How an update that asks for what the memory already holds meets a stale precondition. */
+  alreadyAppliedUpdate(): AlreadyAppliedUpdate;
 }
+
+/**
+ * How the service answers a guarded update whose precondition fails while the memory already
+ * holds exactly the content and path asked for (a retried update whose first try landed):
+ * `'succeeds'`, changing nothing, or `'precondition_failed'`, as for any other stale sha. Which
+ * one the real service does is not documented; a client must cope with both.
+ */
+export type AlreadyAppliedUpdate = 'succeeds' | 'precondition_failed';
 
 /** The author recorded for a change a client made through the API. */
 export const API_ACTOR: VersionActor = { type: 'api_actor', api_key_id: 'apikey_emulated' };
@@ -118,8 +128,9 @@ export class MemoryStore {
   /**
    * Content and/or rename, checked in this order: request shape, path and content rules,
    * existence, precondition, path conflict. A precondition that fails while the memory already
-   * holds exactly the requested content and path succeeds: that is how a retried,
-   * already-applied update stays harmless. A change to nothing writes no new version.
+   * holds exactly the requested content and path succeeds (that is how a retried,
+   * already-applied update stays harmless), unless the environment says the service refuses it
+   * (`alreadyAppliedUpdate`). A change to nothing writes no new version.
    */
   update(memoryId: string, change: MemoryChange, actor: VersionActor = OTHER_WRITER): MemoryRecord {
     if (change.content === undefined && change.path === undefined) {
@@ -131,7 +142,10 @@ export class MemoryStore {
     const memory = this.get(memoryId);
     const content = change.content ?? memory.content;
     const path = change.path ?? memory.path;
-    if (content === memory.content && path === memory.path) return memory;
+    if (content === memory.content && path === memory.path) {
+      if (this.env.alreadyAppliedUpdate() === 'precondition_failed') checkPrecondition(memory, change.expectedSha256);
+      return memory;
+    }
     checkPrecondition(memory, change.expectedSha256);
     if (path !== memory.path) this.#checkPathFree(path, memoryId);
     return this.#replace(memory, path, content, actor);

@@ -290,7 +290,8 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const conflicts = new Set(sync.conflicts);
     entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
     // Content the store refuses (not UTF-8, too large) will never go: named above, and not a
-    // reason to keep the folder, which would strand its mount path on every run.
+    // reason to keep the folder, which would strand its mount path on every run. A path that
+    // could not be read is named (code `unreadable`) and does keep it: its content is unknown.
     const refused = new Set(sync.refused.map((r) => r.path));
     const pending = entry.unpushed.filter((u) => !refused.has(u.path));
     if (abandoned || pending.length > 0 || scan === null) {
@@ -367,8 +368,9 @@ async function removeEmptyFolders(fs: FileSystem, folders: readonly string[]): P
 
 /** The store's push-only pass, within the recovery deadline plus a short wind-down; null if it had to be left running. */
 async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncReport | null> {
-  // settleMs 0: recovery is a final pass; every file is taken as it is.
-  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline });
+  // settleMs 0: recovery is a final pass; every file is taken as it is, and one it cannot read
+  // is read again a few times before it is named unpushed (and keeps the folder).
+  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline, rereadUnreadable: true });
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => {
     const settle = () => {

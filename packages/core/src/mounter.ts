@@ -215,7 +215,7 @@ export class MemoryMounter extends MounterEventEmitter {
       if (mounts.length > 0 && stateDir !== undefined) await checkStateDir(fs, stateDir);
       for (const mount of mounts) {
         // Before the folder exists, so no moment of it goes unrecorded (see state-recorder.ts).
-        const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger);
+        const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger, this.#options.deletionMode);
         if (record) this.#records.set(mount.path, record);
         const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
         stores.push(

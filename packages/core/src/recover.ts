@@ -256,8 +256,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const store = new StoreSync(mount, folder, {
       client: recorder.client(ctx.client),
       logger,
-      // Never used by a push-only pass; set so that no path of the engine could delete remotely.
-      deletionMode: 'disabled',
+      // A push-only pass sends no deletion whatever the mode; the mode decides only whether a
+      // local move is a rename (the old path leaves the store: only `enabled`, as the dead
+      // mounter had it) or a create at the new path. A record that does not say: `disabled`.
+      deletionMode: record.deletion_mode ?? 'disabled',
       concurrency: TRANSFERS_PER_STORE,
       recreateFolder: () => Promise.reject(new Error('recovery never re-creates a store folder')),
     });

@@ -229,6 +229,24 @@ export class StoreSync {
   }
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
+    let report = await this.onePass(opts);
+    // A push-only final pass (finalize's flush, recovery) whose pushes failed reading their files
+    // (EMFILE, EIO) runs again a moment later, within its signal: what it pushed before is in the
+    // baseline now and is not sent twice. What stays unread is named unpushed (unpushed.ts).
+    if (opts.rereadUnreadable && opts.pushOnly && this.mount.access === 'read_write') {
+      for (const ms of REREAD_DELAYS_MS) {
+        if (!report.errors.some((e) => e.operation === 'push' && e.kind === 'filesystem') || opts.signal.aborted) break;
+        if (!(await pause(ms, opts.signal))) break;
+        const again = await this.onePass({ ...opts, remote: 'reuse' });
+        again.pushed.unshift(...report.pushed);
+        again.renamed.unshift(...report.renamed);
+        report = again;
+      }
+    }
+    return report;
+  }
+
+  private async onePass(opts: PassOptions): Promise<StoreSyncReport> {
     const report = emptyReport(this.mount);
     try {
       await this.runPass(opts, report);

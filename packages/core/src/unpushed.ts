@@ -103,6 +103,8 @@ export function unpushedChanges(
     }
     return sortByPath([...named.values()]);
   }
+  // A push that failed on the disk failed reading the file (its only disk step): unknown content.
+  for (const e of flush.errors) if (e.operation === 'push' && e.kind === 'filesystem') name(e.path, 'unreadable', `could not be read to push it: ${e.message}`);
   for (const e of flush.errors) if (e.operation === 'push') name(e.path, 'push_failed', `push failed (${e.kind}): ${e.message}`);
   // The content is in the store, at the old path: the agent's rename is what would be lost.
   for (const e of flush.errors) if (e.operation === 'rename_remote') name(e.path, 'push_failed', `rename failed (${e.kind}): ${e.message}`);

@@ -167,6 +167,13 @@ describe('unpushedChanges', () => {
       expect(unpushedChanges(flushReport({ access: 'read_only' }), baseline, unreadScan)).toEqual([]);
     });
 
+    it('a push that failed on the disk failed reading its file: named `unreadable`, which keeps the folder', () => {
+      const flush = flushReport({ errors: [{ path: '/a.md', operation: 'push', kind: 'filesystem', message: "EMFILE: too many open files, open '/x'" }] });
+      const got = unpushedChanges(flush, baseline, scan);
+      expect(got).toEqual([{ path: '/a.md', code: 'unreadable', reason: "could not be read to push it: EMFILE: too many open files, open '/x'" }]);
+      expect(keptUnread(got)).toBe(true);
+    });
+
     it('other reasons do not keep a folder unread', () => {
       expect(keptUnread([{ path: '/a.md', code: 'push_failed', reason: 'x' }, { path: '/c.md', code: 'time_bound', reason: 'y' }])).toBe(false);
     });

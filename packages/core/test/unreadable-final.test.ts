@@ -66,6 +66,29 @@ describe.each(DISKS)('an unreadable file at the final scan, on %s', (disk) => {
     });
   });
 
+  it('a push that fails reading its file (EIO once, at the check before it sends) is sent again within the flush', async () => {
+    const m = await mount();
+    await h.write(`${dir}/b.md`, 'beta edited');
+    fs.fail('lstat', `${dir}/b.md`, 'EIO', 1);
+    const report = await m.finalize({ outcome: 'aborted' });
+    expect(stored('/b.md')).toBe('beta edited');
+    expect(report.flush.stores[0]).toMatchObject({ pushed: ['/b.md'], errors: [] });
+    expect(report.unpushed).toEqual([]);
+    expect(report.removed).toEqual([dir]);
+  });
+
+  it('a push that keeps failing reading its file is named `unreadable` and keeps the folder', async () => {
+    const m = await mount();
+    await h.write(`${dir}/a.md`, 'alpha edited');
+    await h.write(`${dir}/b.md`, 'beta edited');
+    fs.failAlways('lstat', `${dir}/b.md`, 'EIO');
+    const report = await m.finalize({ outcome: 'aborted' });
+    expect(stored('/a.md')).toBe('alpha edited');
+    expect(report.unpushed).toEqual([{ memoryStoreId: STORE, path: '/b.md', code: 'unreadable', reason: expect.stringMatching(/could not be read to push it: .*EIO/) }]);
+    expect(report.leftInPlace).toMatchObject([{ path: dir, code: 'unreadable_kept' }]);
+    expect(await h.read(`${dir}/b.md`)).toBe('beta edited');
+  });
+
   it('a folder the scan cannot list is named (its path, `unreadable`) and keeps the store folder', async () => {
     const m = await mount();
     await h.write(`${dir}/d/c.md`, 'gamma edited');

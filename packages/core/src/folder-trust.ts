@@ -1,4 +1,5 @@
 import type { LocalSnapshot } from './scan.js';
+import { EMPTY_SHA } from './sha256.js';
 
 /**
  * Folder trust (SPEC 4.4), decided before the table runs: is this still the folder we made for
@@ -61,9 +62,6 @@ function someBaselineFileLeft(snapshot: LocalSnapshot, baselinePaths: readonly s
   }
   return false;
 }
-
-/** sha256 of no bytes: an empty file matches any empty memory by chance, so it proves no move. */
-const EMPTY_SHA = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 function someMovedFile(snapshot: LocalSnapshot, shas: ReadonlySet<string> | undefined): boolean {
   if (!shas || shas.size === 0) return false;

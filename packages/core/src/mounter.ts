@@ -17,7 +17,7 @@ import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
 import type { StoreClient } from './store-client.js';
 import type { MemoryMounterOptions, MountedStore } from './types.js';
 import { MARKER_FILE, MAX_BREAKER_DELAY_MS } from './limits.js';
-import { unpushedChanges } from './unpushed.js';
+import { keptUnread, unpushedChanges } from './unpushed.js';
 import { beginRecord, checkStateDir, type MountRecord } from './state-recorder.js';
 import { recoverStores, type RecoverOptions } from './recover.js';
 import type { RecoveryReport } from './reports.js';
@@ -244,7 +244,7 @@ export class MemoryMounter extends MounterEventEmitter {
       if (mounts.length > 0 && stateDir !== undefined) await checkStateDir(fs, stateDir);
       for (const mount of mounts) {
         // Before the folder exists, so no moment of it goes unrecorded (see state-recorder.ts).
-        const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger);
+        const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger, this.#options.deletionMode);
         if (record) this.#records.set(mount.path, record);
         const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
         stores.push(
@@ -464,7 +464,7 @@ export class MemoryMounter extends MounterEventEmitter {
     // sync always lists each store in full; the flush after it reuses what that listing (and the
     // sync's own writes) taught, so a finalize reads each store once.
     const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
-      this.syncAll({ now: this.#options.monotonicNow(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote }, true, false);
+      this.syncAll({ now: this.#options.monotonicNow(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote, rereadUnreadable: true }, true, false);
     if (outcome === 'completed') {
       report.sync = await finalPass(false, 'full');
       report.timedOut.sync = deadline.aborted;
@@ -477,20 +477,31 @@ export class MemoryMounter extends MounterEventEmitter {
       for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
     }
     // keepUnpushed: a store folder with unpushed changes stays (with the folders that hold it).
-    const kept = this.#options.keepUnpushed
-      ? this.#stores.filter((s) => s.mount.access === 'read_write' && report.unpushed.some((u) => u.memoryStoreId === s.mount.memoryStoreId))
-      : [];
+    // One holding something the final scans could not read stays whatever the option says: its
+    // content is unknown, and removing it unread could remove the agent's only copy (SPEC 6.6).
+    const unpushedOf = (s: StoreSync) => report.unpushed.filter((u) => u.memoryStoreId === s.mount.memoryStoreId);
+    const unread = new Set(this.#stores.filter((s) => s.mount.access === 'read_write' && keptUnread(unpushedOf(s))));
+    const kept = this.#stores.filter((s) => unread.has(s) || (this.#options.keepUnpushed && s.mount.access === 'read_write' && unpushedOf(s).length > 0));
     warnUnpushed(this.#options.logger, report, new Set(kept.map((s) => s.mount.memoryStoreId)));
     const keptPaths = kept.map((s) => s.mount.path);
     const removable = this.#created.filter((c) => !keptPaths.some((path) => isWithin(c.path, path)));
     await this.removeFolders(removable, report, true, this.#stores);
     for (const store of kept) {
-      const count = report.unpushed.filter((u) => u.memoryStoreId === store.mount.memoryStoreId).length;
-      report.leftInPlace.push({
-        path: store.mount.path,
-        code: 'unpushed_kept',
-        reason: `keepUnpushed: ${count} local change(s) not pushed; kept${this.#records.has(store.mount.path) ? ' with its state record' : ''} for MemoryMounter.recover()`,
-      });
+      const unpushed = unpushedOf(store);
+      const withRecord = this.#records.has(store.mount.path) ? ' with its state record' : '';
+      report.leftInPlace.push(
+        unread.has(store)
+          ? {
+              path: store.mount.path,
+              code: 'unreadable_kept',
+              reason: `${unpushed.filter((u) => keptUnread([u])).length} path(s) could not be read, so their content is unknown; kept${withRecord} for MemoryMounter.recover()`,
+            }
+          : {
+              path: store.mount.path,
+              code: 'unpushed_kept',
+              reason: `keepUnpushed: ${unpushed.length} local change(s) not pushed; kept${withRecord} for MemoryMounter.recover()`,
+            },
+      );
     }
     // A record goes with its folder and stays with a folder left in place, for recover().
     for (const [path, record] of this.#records) {
@@ -741,7 +752,9 @@ function warnUnpushed(logger: ResolvedOptions['logger'], report: FinalizeReport,
     const notRun = s.status === 'failed' || (s.status === 'skipped' && s.code === 'time_bound');
     if (lost.length > 0 || notRun) {
       const msg = kept.has(s.memoryStoreId)
-        ? 'finalize: local changes not pushed; the folder is kept (keepUnpushed) for MemoryMounter.recover()'
+        ? keptUnread(lost)
+          ? 'finalize: local changes not pushed, some of them unreadable; the folder is kept for MemoryMounter.recover()'
+          : 'finalize: local changes not pushed; the folder is kept (keepUnpushed) for MemoryMounter.recover()'
         : 'finalize: local changes not pushed before the folder is removed';
       logger.warn(msg, {
         memory_store_id: s.memoryStoreId,

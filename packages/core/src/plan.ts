@@ -180,7 +180,18 @@ export interface NoteConflict {
   type: 'note_conflict';
   path: string;
 }
-export type ReportAction = Refuse | KeepLocal | NoteConflict;
+/**
+ * `log_only`: the agent moved a file (`from` -> `path`, same content) that `enabled` would send
+ * as a rename. The rows create the memory at `path` and leave the old one; this is the log of the
+ * rename it would have made, once per move.
+ */
+export interface NoteMove {
+  type: 'note_move';
+  path: string;
+  from: string;
+  sha: string;
+}
+export type ReportAction = Refuse | KeepLocal | NoteConflict | NoteMove;
 
 export type Action = Transfer | BaselineAction | ReportAction;
 
@@ -357,7 +368,14 @@ export function planStore(input: PlanInput): Plan {
       ...(then && { then }),
     });
   }
+  // A rename makes the old path leave the store: only with deletions on (SPEC 6.6). Otherwise
+  // the rows judge both paths: the old one is a deletion candidate never sent (pending, or
+  // logged), the new one a new file, created; `log_only` also says which rename it would send.
   for (const r of renames.local) {
+    if (deletionMode !== 'enabled') {
+      if (deletionMode === 'log_only') plan.reportOnly.push({ type: 'note_move', path: r.to, from: r.from, sha: r.sha });
+      continue;
+    }
     claimed.add(r.from).add(r.to);
     plan.transfers.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
   }
@@ -482,7 +500,7 @@ export function planStore(input: PlanInput): Plan {
  */
 export function pushOnlyView(plan: Plan): Plan {
   const transfers: Transfer[] = [];
-  const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse');
+  const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse' || a.type === 'note_move');
   for (const t of plan.transfers) {
     if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
     else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path });

@@ -256,8 +256,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const store = new StoreSync(mount, folder, {
       client: recorder.client(ctx.client),
       logger,
-      // Never used by a push-only pass; set so that no path of the engine could delete remotely.
-      deletionMode: 'disabled',
+      // A push-only pass sends no deletion whatever the mode; the mode decides only whether a
+      // local move is a rename (the old path leaves the store: only `enabled`, as the dead
+      // mounter had it) or a create at the new path. A record that does not say: `disabled`.
+      deletionMode: record.deletion_mode ?? 'disabled',
       concurrency: TRANSFERS_PER_STORE,
       recreateFolder: () => Promise.reject(new Error('recovery never re-creates a store folder')),
     });
@@ -290,7 +292,8 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const conflicts = new Set(sync.conflicts);
     entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
     // Content the store refuses (not UTF-8, too large) will never go: named above, and not a
-    // reason to keep the folder, which would strand its mount path on every run.
+    // reason to keep the folder, which would strand its mount path on every run. A path that
+    // could not be read is named (code `unreadable`) and does keep it: its content is unknown.
     const refused = new Set(sync.refused.map((r) => r.path));
     const pending = entry.unpushed.filter((u) => !refused.has(u.path));
     if (abandoned || pending.length > 0 || scan === null) {
@@ -367,8 +370,9 @@ async function removeEmptyFolders(fs: FileSystem, folders: readonly string[]): P
 
 /** The store's push-only pass, within the recovery deadline plus a short wind-down; null if it had to be left running. */
 async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncReport | null> {
-  // settleMs 0: recovery is a final pass; every file is taken as it is.
-  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline });
+  // settleMs 0: recovery is a final pass; every file is taken as it is, and one it cannot read
+  // is read again a few times before it is named unpushed (and keeps the folder).
+  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline, rereadUnreadable: true });
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => {
     const settle = () => {

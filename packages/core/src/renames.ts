@@ -1,5 +1,6 @@
 import type { LocalFile } from './scan.js';
 import { ancestorPaths } from './memory-path.js';
+import { EMPTY_SHA } from './sha256.js';
 
 /**
  * Rename detection: which differences between the baseline and the two sides are one memory
@@ -20,6 +21,13 @@ import { ancestorPaths } from './memory-path.js';
  *   is updated, guarded by that sha; its id and history stay. A folder moved as a whole is one
  *   such rename per file. When several vanished files share a content, they pair with the new
  *   ones by file name, and only where that name is unique on both sides.
+ * - **Empty content carries no identity**: an empty file matches every empty memory by chance,
+ *   so it never pairs a local rename, and a memory agreed empty is not followed as a remote
+ *   rename either (nor moved alike on both sides onto an empty file). The rows then delete and
+ *   create, or delete locally and pull: an empty memory, nothing to lose.
+ *
+ * Whether a local rename found here is sent as one is the planner's call (`deletionMode`): a
+ * rename makes the old path leave the store, which deletions turned off must never do.
  */
 
 /** A memory in the store's content-free listing, by wire path (plan.ts's `RemoteEntry`). */
@@ -110,12 +118,14 @@ function remoteRenames(input: RenameInput): RemoteRename[] {
     // `to` had a baseline of its own (a memory that moved away or was deleted): conservative.
     if (baseline.has(to)) continue;
     if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
+    if (baseSha === EMPTY_SHA) continue;
     const local = localFiles.get(from);
     if (local === undefined) {
       // Moved alike on both sides: the baseline follows, and the rows judge the file at `to`
-      // against it (an edit made with the move is then a local change, not a conflict).
+      // against it (an edit made with the move is then a local change, not a conflict). An
+      // empty file there says nothing of where it came from.
       const there = localFiles.get(to);
-      if (there !== undefined) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
+      if (there !== undefined && there.sha !== EMPTY_SHA) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
       // Otherwise the agent deleted the file meanwhile: the rows restore it at its new name.
       continue;
     }
@@ -131,7 +141,7 @@ function localRenames(input: RenameInput, claimed: ReadonlySet<string>): LocalRe
   // Vanished: the baseline's file is gone, and its memory is in the store as we last agreed.
   const vanished = new Map<string, { path: string; memoryId: string }[]>();
   for (const [path, sha] of baseline) {
-    if (localFiles.has(path) || claimed.has(path) || input.blocked(path) !== undefined) continue;
+    if (sha === EMPTY_SHA || localFiles.has(path) || claimed.has(path) || input.blocked(path) !== undefined) continue;
     const r = remote.get(path);
     if (r === undefined || r.sha !== sha) continue;
     // Recorded with another memory than the one there now: the store replaced it; the rows judge.

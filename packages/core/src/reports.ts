@@ -107,9 +107,12 @@ export interface FinalizeReport {
    * Host directories left in place, with the reason (failed marker check, not empty, ...).
    * `code` is set where the reason is one a program acts on: `unpushed_kept`, a store folder left
    * by `keepUnpushed: true` because `unpushed` names changes of it (its state record is kept too,
-   * for `MemoryMounter.recover`).
+   * for `MemoryMounter.recover`); `unreadable_kept`, a store folder left whatever `keepUnpushed`
+   * says because `unpushed` names paths of it the final scans could not read (code `unreadable`,
+   * or `folder_unreadable` for the folder itself): their content is unknown, so it is never
+   * removed unread (SPEC 6.6). Its state record is kept too.
    */
-  leftInPlace: { path: string; reason: string; code?: 'unpushed_kept' }[];
+  leftInPlace: { path: string; reason: string; code?: 'unpushed_kept' | 'unreadable_kept' }[];
 }
 
 /**

@@ -249,6 +249,16 @@ function settleAction(action: Exclude<Action, Transfer>, state: SettledState, re
       notices.push({ level: 'warn', message: 'conflict: the file and the memory both changed; the store keeps its version and the local edit is not pushed', fields: { path } });
       return;
 
+    case 'note_move':
+      // Once per move: the pass that creates the new path takes it into the baseline, and a
+      // pass that meets the move again (the create failed) says nothing new.
+      warnOnce(`move:${action.from}:${path}:${action.sha}`, {
+        level: 'info',
+        message: 'log_only: would rename this memory in the store (the file was moved locally); created at the new path instead, the old memory is kept',
+        fields: { path, from: action.from },
+      });
+      return;
+
     case 'keep_local':
       report.refused.push({ path, code: 'read_only', reason: READ_ONLY_REASON });
       if (action.warn) {

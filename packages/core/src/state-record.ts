@@ -3,7 +3,7 @@ import { posix } from 'node:path';
 import { errorCode, type FileSystem } from './file-system.js';
 import { mountablePathProblem } from './memory-path.js';
 import { hostPathOf, isWithin, mountPathProblem } from './mount-path.js';
-import type { Access } from './types.js';
+import type { Access, DeletionMode } from './types.js';
 
 /**
  * Crash-recovery records (SPEC 6.3): one JSON file per mounted store folder in the operator's
@@ -69,6 +69,12 @@ export interface StateRecord {
    * exactly that sha is our write (the engine's unknown-write rule), not a remote edit.
    */
   unsettled_writes: Record<string, string>;
+  /**
+   * The mounter's `memory_sync_deletions`, so recovery follows a local move as that mounter would
+   * have: a rename with `enabled`, otherwise a create at the new path that leaves the old memory.
+   * Absent in records written before it was kept: recovery then takes `disabled`.
+   */
+  deletion_mode?: DeletionMode;
   /** The process that wrote the record, so recovery can leave a live mounter's folder alone. */
   pid: number;
   hostname: string;
@@ -128,6 +134,9 @@ function recordProblem(value: unknown): string | null {
     if (typeof r[key] !== 'string' || (key !== 'name' && key !== 'hostname' && (r[key] as string).length === 0)) return `${key} is not a string`;
   }
   if (r.access !== 'read_write' && r.access !== 'read_only') return 'access is not read_write or read_only';
+  if (r.deletion_mode !== undefined && r.deletion_mode !== 'enabled' && r.deletion_mode !== 'log_only' && r.deletion_mode !== 'disabled') {
+    return 'deletion_mode is not enabled, log_only or disabled';
+  }
   if (!Number.isSafeInteger(r.pid) || (r.pid as number) <= 0) return 'pid is not a positive integer';
   const root = r.memory_root as string;
   const host = r.host_path as string;

@@ -14,7 +14,7 @@ import type {
   StoreMemoryVersion,
 } from './store-client.js';
 import type { SyncState } from './sync-state.js';
-import type { Logger, MountedStore } from './types.js';
+import type { DeletionMode, Logger, MountedStore } from './types.js';
 import { encodeUtf8 } from './utf8.js';
 
 /**
@@ -35,6 +35,8 @@ export class MountRecord {
   createdFolders: string[] = [];
   /** The engine state the record mirrors, once the store's StoreSync exists. */
   state: SyncState | null = null;
+  /** The mounter's `memory_sync_deletions`, for recovery's handling of local moves; unset: not written. */
+  deletionMode: DeletionMode | undefined;
   readonly #idByPath = new Map<string, string>();
   readonly #pathById = new Map<string, string>();
   /** path -> sha of content about to be sent (or sent) that no pass has settled yet. */
@@ -86,6 +88,7 @@ export class MountRecord {
       baseline,
       memory_ids: memoryIds,
       unsettled_writes: unsettled,
+      ...(this.deletionMode !== undefined && { deletion_mode: this.deletionMode }),
       pid: process.pid,
       hostname: hostname(),
       written_at: new Date().toISOString(),
@@ -148,6 +151,7 @@ export class MountRecord {
   /** Seeds what a recovered record knew, so rewriting it loses nothing. */
   restore(record: StateRecord): void {
     this.mountId = record.mount_id;
+    if (record.deletion_mode !== undefined) this.deletionMode = record.deletion_mode;
     this.phase = record.phase;
     this.createdFolders = [...record.created_folders];
     for (const [path, id] of Object.entries(record.memory_ids)) this.#noteId(path, id);
@@ -279,8 +283,16 @@ export async function checkStateDir(fs: FileSystem, stateDir: string): Promise<v
  * `mount_path_exists`, and a record there may be the only way to recover that folder.
  * Throws (MemoryMountError `state_dir_unusable`) when the record cannot be written.
  */
-export async function beginRecord(fs: FileSystem, stateDir: string, memoryRoot: string, mount: MountedStore, logger: Logger): Promise<MountRecord | null> {
+export async function beginRecord(
+  fs: FileSystem,
+  stateDir: string,
+  memoryRoot: string,
+  mount: MountedStore,
+  logger: Logger,
+  deletionMode?: DeletionMode,
+): Promise<MountRecord | null> {
   const record = new MountRecord(fs, stateDir, memoryRoot, mount, logger);
+  if (deletionMode !== undefined) record.deletionMode = deletionMode;
   const relative = posix.relative(memoryRoot, mount.path).split('/');
   let dir = memoryRoot;
   for (const segment of relative.slice(0, -1)) {

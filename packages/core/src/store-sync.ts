@@ -73,7 +73,22 @@ export interface PassOptions {
    * listing (one request per breaker step, not two).
    */
   probe?: boolean;
+  /**
+   * Finalize and recover: a scan that could not read a path (or the folder, or its marker) is
+   * taken again after a short wait, a few times, within the pass's signal, before the pass goes
+   * on with what it has. EMFILE and EIO are often gone a moment later; what stays unreadable is
+   * named unpushed and keeps the folder (SPEC 6.6). Ordinary passes just try again next pass.
+   */
+  rereadUnreadable?: boolean;
 }
+
+/**
+ * The waits (ms) before each scan taken again by a pass with `rereadUnreadable`: 1.35 s in all,
+ * short beside `finalSyncTimeout` (30 s by default), and long enough for descriptors other reads
+ * of this process held to be closed. The scan cache makes each one cost only the files it could
+ * not read, and those changed in the last moments.
+ */
+export const REREAD_DELAYS_MS: readonly number[] = [50, 300, 1_000];
 
 /**
  * One store's side of the mounter: its state between passes, the full download, and one
@@ -227,6 +242,24 @@ export class StoreSync {
   }
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
+    let report = await this.onePass(opts);
+    // A push-only final pass (finalize's flush, recovery) whose pushes failed reading their files
+    // (EMFILE, EIO) runs again a moment later, within its signal: what it pushed before is in the
+    // baseline now and is not sent twice. What stays unread is named unpushed (unpushed.ts).
+    if (opts.rereadUnreadable && opts.pushOnly && this.mount.access === 'read_write') {
+      for (const ms of REREAD_DELAYS_MS) {
+        if (!report.errors.some((e) => e.operation === 'push' && e.kind === 'filesystem') || opts.signal.aborted) break;
+        if (!(await pause(ms, opts.signal))) break;
+        const again = await this.onePass({ ...opts, remote: 'reuse' });
+        again.pushed.unshift(...report.pushed);
+        again.renamed.unshift(...report.renamed);
+        report = again;
+      }
+    }
+    return report;
+  }
+
+  private async onePass(opts: PassOptions): Promise<StoreSyncReport> {
     const report = emptyReport(this.mount);
     this.lastStoreFailure = null;
     try {
@@ -254,13 +287,24 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    const scanned = await scanStore(
-      this.#folder,
-      mount.memoryStoreId,
-      state.scanCache,
-      { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
-      opts.signal,
-    );
+    const scan = () =>
+      scanStore(
+        this.#folder,
+        mount.memoryStoreId,
+        state.scanCache,
+        { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
+        opts.signal,
+      );
+    let scanned = await scan();
+    // A read-only store's local content is never pushed: what it could not read costs nothing.
+    if (opts.rereadUnreadable && mount.access === 'read_write') {
+      for (const ms of REREAD_DELAYS_MS) {
+        if (!sawUnreadable(scanned) || opts.signal.aborted) break;
+        // Cut off while waiting: the pass goes on with this scan, so finalize names what it could not read.
+        if (!(await pause(ms, opts.signal))) break;
+        scanned = await scan();
+      }
+    }
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
@@ -476,6 +520,27 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** The scan could not read a file, a folder, or the marker (a read error, not a link or a bad name). */
+function sawUnreadable(snapshot: LocalSnapshot): boolean {
+  if (snapshot.marker === 'unreadable') return true;
+  for (const why of snapshot.blocked.values()) if (why.code === 'unreadable') return true;
+  return false;
+}
+
+/** Waits `ms`: true when the time passed, false as soon as the signal aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (passed: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      resolve(passed);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** The events of a download: its progress, and no transfer news. */

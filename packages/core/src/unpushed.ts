@@ -1,4 +1,5 @@
 import { ancestorPaths } from './memory-path.js';
+import type { PathReasonCode, Reason } from './reasons.js';
 import type { StoreSyncReport, UnpushedReport } from './reports.js';
 
 /**
@@ -9,8 +10,8 @@ import type { StoreSyncReport, UnpushedReport } from './reports.js';
 /** What a store's last trusted scan saw, and the baseline at that moment. */
 export interface LastScan {
   files: ReadonlyMap<string, { sha: string }>;
-  /** Paths (or folders) the scan could not see into. */
-  blocked: ReadonlyMap<string, unknown>;
+  /** Paths (or folders) the scan could not see into, with why (`unreadable`: a read error). */
+  blocked: ReadonlyMap<string, Reason<PathReasonCode>>;
   baseline: ReadonlyMap<string, string>;
 }
 
@@ -68,6 +69,11 @@ const CHANGE_TEXT: Record<LocalChange, string> = {
  * When it could not plan (the listing failed or a time bound cut it off), nothing was pushed:
  * every local difference of the last trusted scan is named, with the flush's reason. When it
  * found the folder wiped (and a flush never re-downloads), the files made since are named.
+ *
+ * A path the scan could not read (a file, or a folder it could not list: EIO, EACCES, EMFILE)
+ * is a change of unknown content (SPEC 6.6), never "nothing to push": it is named with the code
+ * `unreadable`. A flush that could not read the folder at all (`folder_unreadable`: the folder or
+ * its marker) names the folder itself, `/`. Finalize keeps a folder with either (`keptUnread`).
  */
 export function unpushedChanges(
   flush: StoreSyncReport,
@@ -78,23 +84,27 @@ export function unpushedChanges(
   const differences = lastScan
     ? localChanges({ baseline, files: lastScan.files, baselineAtScan: lastScan.baseline, blocked: lastScan.blocked })
     : [];
-  if (!flushPlanned(flush)) {
-    // The store's own code says why nothing of it was pushed (a time bound, a failed listing, a wipe).
-    const code = flush.code ?? 'store_error';
-    const named = (d: { path: string; change: LocalChange }): UnpushedReport => ({
-      path: d.path,
-      code,
-      reason: `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}`,
-    });
-    // A wiped folder is not re-downloaded by a flush; files made since are still the agent's
-    // (the missing ones are the wipe, not deletions).
-    if (wipedFolder(flush)) return differences.filter((d) => d.change !== 'deleted').map(named);
-    return couldNotRun(flush) ? differences.map(named) : [];
-  }
   const named = new Map<string, UnpushedReport>();
   const name = (path: string | undefined, code: UnpushedReport['code'], reason: string) => {
     if (path !== undefined && !named.has(path)) named.set(path, { path, code, reason });
   };
+  if (!flushPlanned(flush)) {
+    // The store's own code says why nothing of it was pushed (a time bound, a failed listing, a wipe).
+    const code = flush.code ?? 'store_error';
+    if (code === 'folder_unreadable') name('/', code, `the store folder could not be read, so what it holds is unknown: ${flush.reason ?? flush.status}`);
+    const change = (d: { path: string; change: LocalChange }) => name(d.path, code, `${CHANGE_TEXT[d.change]}; not pushed: ${flush.reason ?? flush.status}`);
+    // A wiped folder is not re-downloaded by a flush; files made since are still the agent's
+    // (the missing ones are the wipe, not deletions).
+    if (wipedFolder(flush)) differences.filter((d) => d.change !== 'deleted').forEach(change);
+    else if (couldNotRun(flush)) {
+      differences.forEach(change);
+      // What that earlier scan could not read is unknown still.
+      if (lastScan) nameUnreadable(lastScan, name);
+    }
+    return sortByPath([...named.values()]);
+  }
+  // A push that failed on the disk failed reading the file (its only disk step): unknown content.
+  for (const e of flush.errors) if (e.operation === 'push' && e.kind === 'filesystem') name(e.path, 'unreadable', `could not be read to push it: ${e.message}`);
   for (const e of flush.errors) if (e.operation === 'push') name(e.path, 'push_failed', `push failed (${e.kind}): ${e.message}`);
   // The content is in the store, at the old path: the agent's rename is what would be lost.
   for (const e of flush.errors) if (e.operation === 'rename_remote') name(e.path, 'push_failed', `rename failed (${e.kind}): ${e.message}`);
@@ -103,7 +113,28 @@ export function unpushedChanges(
   for (const path of flush.conflicts) name(path, 'conflict', 'conflict: the memory changed in the store too, and the store keeps its version');
   const changed = new Set(differences.filter((d) => d.change !== 'deleted').map((d) => d.path));
   for (const s of flush.skippedPaths) if (changed.has(s.path)) name(s.path, s.code, `skipped: ${s.reason}`);
-  return [...named.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  if (lastScan) nameUnreadable(lastScan, name);
+  return sortByPath([...named.values()]);
+}
+
+/**
+ * Whether finalize (and recover) must keep the folder whatever `keepUnpushed` says: something
+ * in it could not be read, so removing it would remove content nobody has seen (SPEC 6.6).
+ */
+export function keptUnread(unpushed: readonly UnpushedReport[]): boolean {
+  return unpushed.some((u) => u.code === 'unreadable' || u.code === 'folder_unreadable');
+}
+
+/** Each path the scan could not read (a read error, not a link or a bad name), named as a change of unknown content. */
+function nameUnreadable(lastScan: LastScan, name: (path: string, code: UnpushedReport['code'], reason: string) => void): void {
+  for (const [path, why] of lastScan.blocked) {
+    if (why.code !== 'unreadable') continue;
+    name(path, 'unreadable', `its content is unknown, so it was not pushed: ${path === '/' ? 'the store folder' : path} ${why.detail}`);
+  }
+}
+
+function sortByPath(reports: UnpushedReport[]): UnpushedReport[] {
+  return reports.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** The flush got as far as its plan (some actions may still have failed or been cut off). */

@@ -169,6 +169,28 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], unpushed: [] });
     });
 
+    it.each(['log_only', 'disabled'] as const)('with deletions %s (kept in the record): a local move is created at its new path, the old memory kept', async (mode) => {
+      await mount({ memory_sync_deletions: mode });
+      expect((await readRecord())!.deletion_mode).toBe(mode);
+      const ids = new Map(h.client.memories(STORE).map((m) => [m.path, m.id]));
+      await h.fs.rename(`${dir}/b.md`, `${dir}/b2.md`);
+      // crash: no finalize
+      const report = await recover();
+      expect(h.client.snapshot(STORE)).toMatchObject({ '/b.md': 'beta', '/b2.md': 'beta' });
+      expect(new Map(h.client.memories(STORE).map((m) => [m.path, m.id])).get('/b.md')).toBe(ids.get('/b.md'));
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/b2.md'], deletionsNotSent: ['/b.md'], unpushed: [] });
+    });
+
+    it('a record that does not say its deletion mode (written before it was kept): a local move is not a rename', async () => {
+      await mount();
+      const record = (await readRecord())!;
+      delete record.deletion_mode;
+      await h.fs.writeFile(recordPath, new TextEncoder().encode(JSON.stringify(record)));
+      await h.fs.rename(`${dir}/b.md`, `${dir}/b2.md`);
+      await recover();
+      expect(h.client.snapshot(STORE)).toMatchObject({ '/b.md': 'beta', '/b2.md': 'beta' });
+    });
+
     it('no false conflict: a file unchanged since the recorded baseline lets a later remote edit stand, and nothing is pulled', async () => {
       await mount();
       h.client.writeMemory(STORE, '/b.md', 'remote edit');

@@ -128,4 +128,69 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
     expect(await h.read(`${h.notesDir}/b.md`)).toBe('alpha');
     await m.finalize();
   });
+
+  describe('deletions off (issue 18 item 6): a local move creates the memory at its new path and leaves the old one', () => {
+    it.each(['log_only', 'disabled'] as const)('%s: no path leaves the store, through reconcile and finalize', async (mode) => {
+      const m = await h.mountNotes({ memory_sync_deletions: mode, deleteGracePeriod: 0 }, { '/a.md': 'alpha' });
+      const [id] = idsByPath(h.client).values();
+      await h.fs.rename(`${h.notesDir}/a.md`, `${h.notesDir}/b.md`);
+      const report = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(report).toMatchObject({ renamed: [], pushed: ['/b.md'], deletedRemote: [], pendingDeletions: ['/a.md'] });
+      expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'alpha' });
+      expect(idsByPath(h.client).get('/a.md')).toBe(id);
+      await m.reconcile({ force: true });
+      const final = await m.finalize();
+      expect(final.unpushed).toEqual([]);
+      expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'alpha' });
+      expect(h.client.count('delete')).toBe(0);
+      // log_only says once which rename it would have sent; the delete it would send, each pass.
+      const wouldRename = h.logger.lines.filter((l) => l.msg.startsWith('log_only: would rename'));
+      expect(wouldRename.map((l) => l.fields)).toEqual(mode === 'log_only' ? [expect.objectContaining({ memory_store_id: STORE, path: '/b.md', from: '/a.md' })] : []);
+      expect(h.logger.lines.filter((l) => l.msg.includes('would delete')).length).toBe(mode === 'log_only' ? 3 : 0);
+    });
+
+    it('a move at finalize with deletions disabled: the flush creates, nothing is renamed', async () => {
+      const m = await h.mountNotes({ memory_sync_deletions: 'disabled' }, { '/a.md': 'alpha' });
+      await h.fs.rename(`${h.notesDir}/a.md`, `${h.notesDir}/b.md`);
+      const report = await m.finalize({ outcome: 'aborted' });
+      expect(report.unpushed).toEqual([]);
+      expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'alpha' });
+    });
+
+    it('enabled (the control): the move is a rename, as before', async () => {
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, { '/a.md': 'alpha' });
+      await h.fs.rename(`${h.notesDir}/a.md`, `${h.notesDir}/b.md`);
+      expect((await m.reconcile({ force: true }))!.stores[0]).toMatchObject({ renamed: [{ from: '/a.md', to: '/b.md', side: 'remote' }], pushed: [] });
+      expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'alpha' });
+      await m.finalize();
+    });
+  });
+
+  describe('an empty file carries no identity (issue 18 item 6)', () => {
+    it('a local move of an empty file is a create and a delete, not a rename', async () => {
+      const m = await h.mountNotes({ deleteGracePeriod: 0 }, { '/e.md': '', '/a.md': 'alpha' });
+      const ids = idsByPath(h.client);
+      await h.fs.rename(`${h.notesDir}/e.md`, `${h.notesDir}/f.md`);
+      const report = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(report).toMatchObject({ renamed: [], pushed: ['/f.md'], deletedRemote: ['/e.md'] });
+      expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/f.md': '' });
+      expect(idsByPath(h.client).get('/f.md')).not.toBe(ids.get('/e.md'));
+      await m.finalize();
+    });
+
+    it('a remote rename of an empty memory: the old file goes, the new one is pulled; an edit made meanwhile is kept', async () => {
+      const m = await h.mountNotes({}, { '/e.md': '', '/g.md': '' });
+      h.client.renameMemory(STORE, '/e.md', '/f.md');
+      h.client.renameMemory(STORE, '/g.md', '/h.md');
+      await h.write(`${h.notesDir}/g.md`, 'written into the empty file meanwhile');
+      const report = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(report.renamed).toEqual([]);
+      expect(await h.exists(`${h.notesDir}/e.md`)).toBe(false);
+      expect(await h.read(`${h.notesDir}/f.md`)).toBe('');
+      expect(await h.read(`${h.notesDir}/h.md`)).toBe('');
+      expect(await h.read(`${h.notesDir}/g.md`)).toBe('written into the empty file meanwhile');
+      expect(h.client.snapshot(STORE)).toEqual({ '/f.md': '', '/g.md': 'written into the empty file meanwhile', '/h.md': '' });
+      await m.finalize();
+    });
+  });
 });

@@ -176,9 +176,66 @@ describe('local rename: the memory follows in the store, id and history kept', (
     expect(plan.actions).toEqual([{ type: 'rename_remote', path: '/b.md', from: '/a.md', memoryId: X, sha: 'B' }]);
     expect(plan.missingSince.size).toBe(0);
     expect(plan.pendingDeletions).toEqual([]);
-    // The flush sends it too (it is a push of the path); every deletion mode allows it (nothing is deleted).
+    // The flush sends it too (it is a push of the path).
     expect(flush(localRenamed()).actions).toEqual(plan.actions);
-    expect(rw(localRenamed(), { deletionMode: 'disabled' }).actions).toEqual(plan.actions);
+  });
+
+  describe('deletions off (issue 18 item 6, SPEC 6.6): no path leaves the store, so a move is a create', () => {
+    it('disabled: the new path is created, the old one a deletion candidate never sent; no rename', () => {
+      const plan = rw(localRenamed(), { deletionMode: 'disabled', graceMs: 0 });
+      expect(plan.actions).toEqual([{ type: 'create', path: '/b.md', localSha: 'B', reason: 'new_local' }]);
+      expect(plan.pendingDeletions).toEqual(['/a.md']);
+      expect([...plan.missingSince.keys()]).toEqual(['/a.md']);
+      expect(flush(localRenamed(), { deletionMode: 'disabled' }).actions).toEqual([{ type: 'create', path: '/b.md', localSha: 'B', reason: 'new_local' }]);
+    });
+
+    it('log_only: the same, with the delete it would send logged, and a note of the rename it would have made', () => {
+      const plan = rw(localRenamed(), { deletionMode: 'log_only', graceMs: 0 });
+      expect(plan.actions).toEqual([
+        { type: 'delete_remote', path: '/a.md', memoryId: X, expectedRemoteSha: 'B', mode: 'log_only' },
+        { type: 'create', path: '/b.md', localSha: 'B', reason: 'new_local' },
+        { type: 'note_move', path: '/b.md', from: '/a.md', sha: 'B' },
+      ]);
+      expect(plan.pendingDeletions).toEqual(['/a.md']);
+      // The flush creates, sends no delete, and still notes the move.
+      expect(flush(localRenamed(), { deletionMode: 'log_only' }).actions).toEqual([
+        { type: 'create', path: '/b.md', localSha: 'B', reason: 'new_local' },
+        { type: 'note_move', path: '/b.md', from: '/a.md', sha: 'B' },
+      ]);
+    });
+
+    it('a remote rename is still followed on disk: it removes no path from the store', () => {
+      for (const deletionMode of ['log_only', 'disabled'] as const) {
+        expect(types(rw(remoteRenamed('B', 'B'), { deletionMode }).actions)).toEqual(['rename_local /b.md']);
+      }
+    });
+  });
+
+  describe('empty content carries no identity: never paired as a rename, in any mode', () => {
+    const EMPTY = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    it.each(['enabled', 'log_only', 'disabled'] as const)('local, %s: an empty file moved is a create, the old path the rows judge', (deletionMode) => {
+      const w: World = { baseline: { '/a.md': EMPTY }, ids: { '/a.md': X }, local: { '/b.md': EMPTY }, remote: { '/a.md': [X, EMPTY] } };
+      const plan = rw(w, { deletionMode, graceMs: 30_000 });
+      expect(types(plan.actions)).toEqual(['create /b.md']);
+      expect(plan.pendingDeletions).toEqual(['/a.md']);
+    });
+
+    it('remote: a memory agreed empty renamed in the store is a local delete and a pull, not a move', () => {
+      const w: World = { baseline: { '/a.md': EMPTY }, ids: { '/a.md': X }, local: { '/a.md': EMPTY }, remote: { '/b.md': [X, EMPTY] } };
+      expect(types(rw(w).actions)).toEqual(['delete_local /a.md', 'pull /b.md']);
+      // Written into meanwhile: the file is the only copy of what it now holds, so it is pushed back, never dropped.
+      expect(types(rw({ ...w, local: { '/a.md': 'L' } }).actions)).toEqual(['create /a.md', 'pull /b.md']);
+    });
+
+    it('remote, moved alike on both sides onto an empty file: not taken for the same move', () => {
+      const w: World = { baseline: { '/a.md': 'B' }, ids: { '/a.md': X }, local: { '/b.md': EMPTY }, remote: { '/b.md': [X, 'B'] } };
+      expect(rw(w).actions.some((a) => a.type === 'rename_local')).toBe(false);
+    });
+
+    it('content that is not empty still pairs (the control)', () => {
+      expect(types(rw(localRenamed()).actions)).toEqual(['rename_remote /b.md']);
+      expect(types(rw(remoteRenamed('B', 'B')).actions)).toEqual(['rename_local /b.md']);
+    });
   });
 
   it('works without a recorded id: the memory at the old path holding the baseline content is the one', () => {

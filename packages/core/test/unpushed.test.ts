@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreSyncReport } from '@memory-mounter/core';
 import { emptyPassReport } from '@memory-mounter/core/engine';
-import { localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/unpushed.js';
+import { keptUnread, localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/unpushed.js';
 
 /** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
 
@@ -127,5 +127,55 @@ describe('unpushedChanges', () => {
 
   it('no scan ever taken: nothing is known to name', () => {
     expect(unpushedChanges(flushReport({ status: 'failed', code: 'store_error', reason: 'x' }), baseline, null)).toEqual([]);
+  });
+
+  describe('what the scan could not read (SPEC 6.6: a change of unknown content)', () => {
+    const blocked: LastScan['blocked'] = new Map([
+      ['/b.md', { code: 'unreadable', detail: 'could not be read (EIO)' }],
+      ['/d', { code: 'unreadable', detail: 'folder could not be read (EACCES)' }],
+      ['/link.md', { code: 'is_symlink', detail: 'is a symlink' }],
+      ['/bad', { code: 'bad_name', detail: 'has a name that is not UTF-8' }],
+    ]);
+    const unreadScan: LastScan = { files: filesOf({ '/a.md': 'A' }), blocked, baseline };
+    const named = [
+      { path: '/b.md', code: 'unreadable', reason: 'its content is unknown, so it was not pushed: /b.md could not be read (EIO)' },
+      { path: '/d', code: 'unreadable', reason: 'its content is unknown, so it was not pushed: /d folder could not be read (EACCES)' },
+    ];
+
+    it('a flush that planned: each unreadable file or folder is named, links and bad names are not', () => {
+      expect(unpushedChanges(flushReport({}), baseline, unreadScan)).toEqual(named);
+      expect(keptUnread(named as never)).toBe(true);
+    });
+
+    it('a flush that could not plan: named beside the differences (a path it could not read is not known deleted)', () => {
+      const flush = flushReport({ status: 'failed', code: 'store_error', reason: 'store unavailable' });
+      const edited: LastScan = { ...unreadScan, files: filesOf({ '/a.md': 'A2' }) };
+      expect(unpushedChanges(flush, baseline, edited)).toEqual([{ path: '/a.md', code: 'store_error', reason: 'edited locally; not pushed: store unavailable' }, ...named]);
+    });
+
+    it('a flush that could not read the folder at all names the folder itself, `/`', () => {
+      const flush = flushReport({ status: 'failed', code: 'folder_unreadable', reason: 'the store folder could not be read (EACCES)' });
+      const clean: LastScan = { files: filesOf({ '/a.md': 'A', '/b.md': 'B' }), blocked: new Map(), baseline };
+      const got = unpushedChanges(flush, baseline, clean);
+      expect(got).toEqual([{ path: '/', code: 'folder_unreadable', reason: expect.stringContaining('EACCES') }]);
+      expect(keptUnread(got)).toBe(true);
+      // With no scan ever taken too.
+      expect(unpushedChanges(flush, baseline, null)).toEqual(got);
+    });
+
+    it('a read-only store names nothing: its local content is never pushed', () => {
+      expect(unpushedChanges(flushReport({ access: 'read_only' }), baseline, unreadScan)).toEqual([]);
+    });
+
+    it('a push that failed on the disk failed reading its file: named `unreadable`, which keeps the folder', () => {
+      const flush = flushReport({ errors: [{ path: '/a.md', operation: 'push', kind: 'filesystem', message: "EMFILE: too many open files, open '/x'" }] });
+      const got = unpushedChanges(flush, baseline, scan);
+      expect(got).toEqual([{ path: '/a.md', code: 'unreadable', reason: "could not be read to push it: EMFILE: too many open files, open '/x'" }]);
+      expect(keptUnread(got)).toBe(true);
+    });
+
+    it('other reasons do not keep a folder unread', () => {
+      expect(keptUnread([{ path: '/a.md', code: 'push_failed', reason: 'x' }, { path: '/c.md', code: 'time_bound', reason: 'y' }])).toBe(false);
+    });
   });
 });

@@ -16,7 +16,7 @@ export type FileSystemOp = keyof FileSystem;
  */
 export class FaultyFileSystem implements FileSystem {
   /** `path` undefined: the next call of `op` on any path. */
-  readonly #faults: { op: FileSystemOp; path: string | undefined; code: string }[] = [];
+  readonly #faults: { op: FileSystemOp; path: string | undefined; code: string; always?: true }[] = [];
 
   /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
   readonly readLinkSync?: (path: string) => string | null;
@@ -43,6 +43,19 @@ export class FaultyFileSystem implements FileSystem {
   /** The next `times` calls of `op` on exactly `path` (for `rename`, its source) fail with `code`. */
   fail(op: FileSystemOp, path: string, code: string, times = 1): void {
     for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
+  }
+
+  /**
+   * Every call of `op` on exactly `path` fails with `code` until `heal()`: a file a `chmod 000`
+   * keeps unreadable, on a machine that runs the tests as root (who reads it anyway).
+   */
+  failAlways(op: FileSystemOp, path: string, code: string): void {
+    this.#faults.push({ op, path, code, always: true });
+  }
+
+  /** Drops every fault not used up yet, lasting ones included. */
+  heal(): void {
+    this.#faults.length = 0;
   }
 
   /** The next `times` calls of `op`, on any path, fail with `code` (ENOSPC, EACCES, ...). */
@@ -100,7 +113,8 @@ export class FaultyFileSystem implements FileSystem {
   #inject(op: FileSystemOp, path: string): void {
     const index = this.#faults.findIndex((f) => f.op === op && (f.path === undefined || f.path === path));
     if (index < 0) return;
-    const [fault] = this.#faults.splice(index, 1);
-    throw fsError(fault!.code, op, path, 'injected fault');
+    const fault = this.#faults[index]!;
+    if (!fault.always) this.#faults.splice(index, 1);
+    throw fsError(fault.code, op, path, 'injected fault');
   }
 }

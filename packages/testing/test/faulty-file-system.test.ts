@@ -54,4 +54,16 @@ describe.each(inners)('FaultyFileSystem over %s', (_name, make) => {
     await fs.writeFile(`${root}/f`, data);
     expect((await names()).sort()).toEqual(['f', 'g']);
   });
+
+  it('failAlways keeps failing one path until heal()', async () => {
+    const { fs: inner, root, names } = await make();
+    const fs = new FaultyFileSystem(inner);
+    fs.failAlways('writeFile', `${root}/f`, 'EACCES');
+    for (let i = 0; i < 3; i++) await expect(fs.writeFile(`${root}/f`, data)).rejects.toMatchObject({ code: 'EACCES' });
+    await fs.writeFile(`${root}/g`, data);
+    expect(await names()).toEqual(['g']);
+    fs.heal();
+    await fs.writeFile(`${root}/f`, data);
+    expect((await names()).sort()).toEqual(['f', 'g']);
+  });
 });

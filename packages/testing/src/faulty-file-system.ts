@@ -22,6 +22,8 @@ export class FaultyFileSystem implements FileSystem {
   readonly readLinkSync?: (path: string) => string | null;
   /** Present when `inner` has it, and then faultable like the rest. */
   readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
+  /** Present when `inner` has it, and then faultable like the rest (a fault names `from`, as for `rename`). */
+  readonly link?: (from: string, to: string) => Promise<void>;
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);
@@ -29,6 +31,13 @@ export class FaultyFileSystem implements FileSystem {
       this.writeFileExclusive = async (path, data, opts) => {
         this.#inject('writeFileExclusive', path);
         return exclusive(path, data, opts);
+      };
+    }
+    const link = inner.link?.bind(inner);
+    if (link) {
+      this.link = async (from, to) => {
+        this.#inject('link', from);
+        return link(from, to);
       };
     }
     const readLink = inner.readLinkSync?.bind(inner);

@@ -15,8 +15,8 @@ export type FileSystemOp = keyof FileSystem;
  * without pinned handles.
  */
 export class FaultyFileSystem implements FileSystem {
-  /** `path` undefined: the next call of `op` on any path. */
-  readonly #faults: { op: FileSystemOp; path: string | undefined; code: string }[] = [];
+  /** `path` undefined: the next call of `op` on any path; a RegExp: on any path it matches. */
+  readonly #faults: { op: FileSystemOp; path: string | RegExp | undefined; code: string }[] = [];
 
   /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
   readonly readLinkSync?: (path: string) => string | null;
@@ -52,6 +52,14 @@ export class FaultyFileSystem implements FileSystem {
   /** The next `times` calls of `op` on exactly `path` (for `rename`, its source) fail with `code`. */
   fail(op: FileSystemOp, path: string, code: string, times = 1): void {
     for (let i = 0; i < times; i++) this.#faults.push({ op, path, code });
+  }
+
+  /**
+   * The next `times` calls of `op` on a path `pattern` matches fail with `code`: for a name the
+   * test cannot know in advance (`/\.conflict-/`, a conflict copy named by the clock).
+   */
+  failMatching(op: FileSystemOp, pattern: RegExp, code: string, times = 1): void {
+    for (let i = 0; i < times; i++) this.#faults.push({ op, path: pattern, code });
   }
 
   /** The next `times` calls of `op`, on any path, fail with `code` (ENOSPC, EACCES, ...). */
@@ -107,7 +115,9 @@ export class FaultyFileSystem implements FileSystem {
   }
 
   #inject(op: FileSystemOp, path: string): void {
-    const index = this.#faults.findIndex((f) => f.op === op && (f.path === undefined || f.path === path));
+    const index = this.#faults.findIndex(
+      (f) => f.op === op && (f.path === undefined || (f.path instanceof RegExp ? f.path.test(path) : f.path === path)),
+    );
     if (index < 0) return;
     const [fault] = this.#faults.splice(index, 1);
     throw fsError(fault!.code, op, path, 'injected fault');

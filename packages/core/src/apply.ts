@@ -277,8 +277,8 @@ async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localS
 }
 
 /**
- * A push-only flush (finalize, recover) pulls nothing, so a conflict is only noted; its loser is
- * still handed over, as a pull would before replacing it: every `conflict` listener gets the
+ * A push-only flush (finalize; recovery has no listeners) pulls nothing, so a conflict is only
+ * noted; its loser is still handed over, as a pull would before replacing it: every `conflict` listener gets the
  * file's bytes as they are now, read through the store folder, and with `conflictCopies` the copy
  * is written beside it. The file itself stays as it is. Nothing here moves the baseline or the
  * report (the note settles as a conflict either way); a copy that cannot be written is logged.

@@ -3,7 +3,7 @@ import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './erro
 import { errorCode, unchangedSince } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
-import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, Transfer, Update } from './plan.js';
+import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, ReportAction, Transfer, Update } from './plan.js';
 import type { PathReasonCode } from './reasons.js';
 import type { RemoteChange } from './remote-feed.js';
 import type { CarriedContent } from './scan.js';
@@ -174,8 +174,12 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
   if (!stillAsPlanned(now, action.expectLocal)) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
-  // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced.
-  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) await handOverLoser(io, path, sha, now.sha, now.bytes);
+  // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced;
+  // a loser that cannot be copied is not replaced (SPEC 6.6).
+  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) {
+    const kept = await handOverLoser(io, path, sha, now.sha, now.bytes);
+    if (kept) return kept;
+  }
   // Where nothing was, nothing may appear between the check and the write: a file the agent
   // made meanwhile is refused (`taken`), never written over.
   await io.folder.write(path, bytes, {
@@ -247,25 +251,51 @@ async function contentToPush(io: ApplyIO, action: Update | Create): Promise<stri
 
 /**
  * The losing side of a conflict, before the store's version replaces it: with `conflictCopies`
- * it is written beside the file (through the store folder, under a name that never syncs), and
- * every `conflict` listener gets its bytes. A copy that cannot be written is logged; the pull
- * goes on (the store wins either way, SPEC 4.2).
+ * it is written beside the file (through the store folder, under a name that never syncs, never
+ * over an entry already there), then every `conflict` listener gets its bytes. A copy that
+ * cannot be written is a loser that cannot be kept: the answer is `conflict_copy_failed`, no
+ * event is emitted, and the caller leaves the file as it is, so the next pass decides again
+ * (SPEC 6.6). Null: handed over.
  */
-async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<void> {
+async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<Result | null> {
   const events = io.events;
-  if (!events) return;
+  if (!events) return null;
   let copyPath: string | null = null;
   if (events.conflictCopies) {
     const copy = conflictCopyPath(path, Date.now());
     try {
-      await io.folder.write(copy, bytes);
-      copyPath = events.hostPath(copy);
-      io.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
+      await io.folder.write(copy, bytes, { onlyIfAbsent: true });
     } catch (err) {
-      io.logger.warn('conflict copy could not be written', { path, copy, error: err instanceof Error ? err.message : String(err) });
+      const why = err instanceof FolderRefusal ? err.code : (errorCode(err) ?? (err instanceof Error ? err.message : String(err)));
+      return skipped('conflict_copy_failed', `the conflict copy ${copy} could not be written (${why}); the local file is kept and not replaced`);
     }
+    copyPath = events.hostPath(copy);
+    io.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
   }
   events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
+  return null;
+}
+
+/**
+ * A push-only flush (finalize; recovery has no listeners) pulls nothing, so a conflict is only
+ * noted; its loser is still handed over, as a pull would before replacing it: every `conflict` listener gets the
+ * file's bytes as they are now, read through the store folder, and with `conflictCopies` the copy
+ * is written beside it. The file itself stays as it is. Nothing here moves the baseline or the
+ * report (the note settles as a conflict either way); a copy that cannot be written is logged.
+ */
+export async function handOverNotedConflicts(io: ApplyIO, notes: readonly ReportAction[]): Promise<void> {
+  if (!io.events) return;
+  for (const note of notes) {
+    if (note.type !== 'note_conflict' || io.signal.aborted) continue;
+    try {
+      const now = await io.folder.read(note.path);
+      if (now.kind !== 'file' || !now.bytes) continue;
+      const kept = await handOverLoser(io, note.path, note.storeSha, now.sha, now.bytes);
+      if (kept?.kind === 'skipped') io.logger.warn('conflict copy could not be written; the local file is kept', { path: note.path, detail: kept.detail });
+    } catch (err) {
+      io.logger.warn('conflict loser could not be read to hand over; the local file is kept', { path: note.path, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
 }
 
 async function deleteLocal(io: ApplyIO, action: DeleteLocal, learned: RemoteChange[]): Promise<Result> {

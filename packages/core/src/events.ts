@@ -15,7 +15,13 @@ import type { Logger } from './types.js';
 export interface MounterEvents {
   /**
    * Both sides changed differently and the store wins (SPEC 4.2): emitted BEFORE the store's
-   * version replaces the file, with the losing local bytes, so a host can keep a copy.
+   * version replaces the file, with the losing local bytes, so a host can keep a copy. With
+   * `conflictCopies` the copy is written first; when it cannot be, the conflict is not resolved
+   * that pass (SPEC 6.6): no event, the file is kept, and the path is skipped as
+   * `conflict_copy_failed` until a pass can write it. In finalize's push-only flush (its
+   * `aborted` form too), which replaces nothing and after which the folder may be
+   * removed, it is emitted with the file's bytes as they are at the flush (and the copy written
+   * when it can be): for a host, the last chance to keep the agent's edit.
    */
   conflict: [ConflictEvent];
   /** A memory was written to disk from the store (new, changed remotely, restored, or a conflict's winner). */

@@ -15,7 +15,8 @@
  *
  * The optional members make the engine cheaper or safer where a filesystem can offer them, and
  * each says what the engine does without it: `lstatAll` (a folder described in one call),
- * `writeFileExclusive` (a new file that never replaces one made meanwhile), `readLinkSync`
+ * `writeFileExclusive` (a new file that never replaces one made meanwhile), `link` (a move that
+ * never replaces one made meanwhile), `readLinkSync`
  * (`checkWrite` follows links as the kernel will).
  *
  * Folders the engine syncs are reached only through `openDir` handles (see `StoreFolder`): the
@@ -117,6 +118,15 @@ export interface FileSystem {
    * made between the two is replaced.
    */
   writeFileExclusive?(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
+  /**
+   * Optional. A second name `to` for the entry at `from` (link(2)), never for what a link at
+   * `from` points at: fails with `EEXIST` when any entry is at `to` at that instant, in the same
+   * step that makes the name; `EPERM`/`ENOTSUP` where the disk has no hard links. With it a
+   * move (`StoreFolder.move`) never replaces an entry that appears at its target; without it,
+   * the engine checks the target with `lstat` and then renames: an entry made between the two
+   * is replaced.
+   */
+  link?(from: string, to: string): Promise<void>;
   /** Non-recursive `mkdir` fails with `EEXIST` when anything is already there. */
   mkdir(path: string, opts?: { mode?: number; recursive?: boolean }): Promise<void>;
   /**

@@ -270,6 +270,11 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** link(2): it does not follow a symlink at `from`, and fails with EEXIST on any entry at `to`. */
+  async link(from: string, to: string): Promise<void> {
+    await linkPath(from, to);
+  }
+
   /** Writes `data` to a fresh temp file beside `path` (same directory: the rename or link stays on one filesystem); returns its path. */
   async #writeTemp(path: string, data: Uint8Array, mode: number | undefined): Promise<string> {
     const temp = join(dirname(path), tempFileName());

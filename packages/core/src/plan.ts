@@ -175,10 +175,15 @@ export interface KeepLocal {
   localSha: string;
   warn: boolean;
 }
-/** A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported, never pushed. */
+/**
+ * A conflict seen by a push-only flush: the store wins, but nothing may be pulled now. Reported,
+ * never pushed; its loser is handed to `conflict` listeners (`handOverNotedConflicts`).
+ * `storeSha`: the store's version, which wins.
+ */
 export interface NoteConflict {
   type: 'note_conflict';
   path: string;
+  storeSha: string;
 }
 /**
  * `log_only`: the agent moved a file (`from` -> `path`, same content) that `enabled` would send
@@ -495,7 +500,8 @@ export function planStore(input: PlanInput): Plan {
 /**
  * The push-only view of a plan (finalize's flush, crash recovery): its pushes and refusals,
  * nothing else. No pulls, no deletes, no baseline moves; a conflict, which the full plan
- * settles with a pull, is only noted (the store wins it, and the local edit is not sent). The
+ * settles with a pull, is only noted (the store wins it, and the local edit is not sent; the
+ * executor hands its loser over, `handOverNotedConflicts`). The
  * deletion candidates are kept as they are, and none is pending: a flush never deletes.
  */
 export function pushOnlyView(plan: Plan): Plan {
@@ -503,7 +509,7 @@ export function pushOnlyView(plan: Plan): Plan {
   const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse' || a.type === 'note_move');
   for (const t of plan.transfers) {
     if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
-    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path });
+    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path, storeSha: t.remoteSha });
     else if (t.type === 'rename_local') {
       // Nothing moves on disk: the edit still goes to the memory where it now is, read from
       // where the file is (its old path, unless it was already moved).
@@ -511,7 +517,7 @@ export function pushOnlyView(plan: Plan): Plan {
       const then = t.then;
       if (then?.type === 'update') transfers.push({ ...then, path: where });
       else if (then?.type === 'refuse') reportOnly.push({ ...then, path: where });
-      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where });
+      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where, storeSha: then.remoteSha });
     }
   }
   // A flush never deletes, so an absence waiting for confirmation is not its news.

@@ -87,6 +87,11 @@ export type PathReasonCode =
   | 'marker_check_failed'
   /** Both sides changed differently; the store keeps its version (SPEC 4.2). */
   | 'conflict'
+  /**
+   * A conflict the store wins, but the conflict copy asked for (`conflictCopies`) could not be
+   * written: the local file is kept and nothing is pulled this pass (SPEC 6.6).
+   */
+  | 'conflict_copy_failed'
   /** A time bound ran out before the action was sent. */
   | 'time_bound'
   /** The push was sent and failed (`detail` has the StoreError kind). */

@@ -3,6 +3,8 @@ import { MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js
 import { pathSegments } from './memory-path.js';
 import type { PathReasonCode } from './reasons.js';
 import { sha256Hex } from './sha256.js';
+import { conflictCopyPath } from './events.js';
+import { tempFileName } from './temp-files.js';
 
 /**
  * The one object through which the engine touches a store folder: scan, read, write, mkdir,
@@ -270,15 +272,18 @@ export class StoreFolder {
 
   /**
    * Moves the regular file at `fromWire` to `toWire` (a memory the store renamed), without
-   * copying it: one rename(2) between the two held parent folders, each named by its handle, so
-   * the file never leaves the store folder nor comes in from outside it. The folders on the way
-   * to `toWire` are made as `write` makes them. Refuses (FolderRefusal, nothing moved) when the
-   * entry at `fromWire` is not the file `expect` names (its `(dev, ino)`, as read by the caller):
-   * a link is never moved or followed, and a file swapped in meanwhile is not the one planned
-   * for. Never replaces anything at `toWire` (`taken`), but an empty folder, which goes as in
-   * `write`. Checked again after the rename: the entry now at `toWire` must be that file, and an
-   * unpinned folder on either side still the one opened; otherwise what was moved is put back by
-   * the same names and the move refused (`swapped`).
+   * copying it, between the two held parent folders, each named by its handle, so the file never
+   * leaves the store folder nor comes in from outside it. The folders on the way to `toWire` are
+   * made as `write` makes them. Refuses (FolderRefusal, nothing moved) when the entry at
+   * `fromWire` is not the file `expect` names (its `(dev, ino)`, as read by the caller): a link
+   * is never moved or followed, and a file swapped in meanwhile is not the one planned for.
+   * Never replaces anything at `toWire` (`taken`), but an empty folder, which goes as in `write`:
+   * where the seam has `FileSystem.link`, not even an entry the agent makes there after the check
+   * (link(2) then refuses it in the same step; see `#moveByLink`), and the old name is given up
+   * only while it still holds the moved file (`#retireSource`). Without it, one rename(2) after
+   * the check: an entry made in between is replaced. Checked again after the link or rename: the
+   * entry now at `toWire` must be that file, and an unpinned folder on either side still the one
+   * opened; otherwise the move is undone and refused (`swapped`).
    */
   move(fromWire: string, toWire: string, expect: { dev: number; ino: number }): Promise<void> {
     return this.#act(async () => {
@@ -318,6 +323,12 @@ export class StoreFolder {
             // (The same inode under the new name: a case-only rename on a disk that ignores case.)
             throw new FolderRefusal('taken', toWire, there.type === 'symlink' ? 'is a symlink' : 'already exists');
           }
+          const sourceName = fromSegments.at(-1)!;
+          // A second name at the target, never a replacement of it: what the agent saves there
+          // after the check above is refused (`taken`) in the same step. A case-only rename has
+          // its target's name already (the same inode), so only rename(2) can do it.
+          const link = there === null || there.type === 'directory' ? this.fs.link?.bind(this.fs) : undefined;
+          if (link && (await this.#moveByLink(link, from.dir, to.dir, sourceName, source, target, toWire, expect))) return;
           await this.fs.rename(source, target);
           const after = await this.fs.lstat(target);
           const moved = after !== null && after.type === 'file' && after.dev === expect.dev && after.ino === expect.ino;
@@ -342,6 +353,102 @@ export class StoreFolder {
         await from.close();
       }
     });
+  }
+
+  /**
+   * The move by link(2): the file gets its new name without anything at the target being
+   * replaced, and only then loses its old one (`#retireSource`). False when the disk has no
+   * hard links (nothing changed; the caller renames as before). Throws FolderRefusal when
+   * something appeared at the target (`taken`) or a folder changed around the link (`swapped`):
+   * either way the file is still at its old name only, and the baseline stays as it was.
+   */
+  async #moveByLink(
+    link: (from: string, to: string) => Promise<void>,
+    fromDir: DirHandle,
+    toDir: DirHandle,
+    sourceName: string,
+    source: string,
+    target: string,
+    toWire: string,
+    expect: { dev: number; ino: number },
+  ): Promise<boolean> {
+    try {
+      await link(source, target);
+    } catch (err) {
+      const code = errorCode(err);
+      // Made there between the check and the link: the agent's, never replaced.
+      if (code === 'EEXIST') throw new FolderRefusal('taken', toWire, 'was made during the sync');
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return false;
+      throw err;
+    }
+    const after = await this.fs.lstat(target);
+    let verified = after !== null && after.type === 'file' && after.dev === expect.dev && after.ino === expect.ino;
+    if (verified && !fromDir.pinned) verified = await this.#identical(fromDir);
+    if (verified && !toDir.pinned) verified &&= await this.#identical(toDir);
+    // A held folder the agent removed meanwhile took the name, which then reaches nothing.
+    if (verified && toDir.pinned) verified = ((await this.fs.lstat(`${toDir.path}/.`))?.nlink ?? 0) > 0;
+    if (!verified) {
+      // The new name is taken back only while it names the very entry still at the source (one
+      // swapped in there just before the link): an entry the agent put at the target after the
+      // link is the agent's, and stays. The source was never touched. Best effort; refused.
+      const back = await this.fs.lstat(source).catch(() => null);
+      if (after && back && after.dev === back.dev && after.ino === back.ino) await this.fs.rm(target).catch(() => {});
+      throw new FolderRefusal('swapped', toWire, 'changed during the move; nothing moved');
+    }
+    await this.#retireSource(link, fromDir, sourceName, source, expect);
+    return true;
+  }
+
+  /**
+   * Removes the moved file's old name once its new one holds it, and nothing the agent put
+   * there: an entry at `source` that is not `expect` (a file saved there since the move was
+   * planned) is left as it is, and the next pass meets it as a new file. No unlink by name,
+   * which would remove whatever took the name after a look: the name is first taken, whole, to
+   * a fresh temp name of ours beside it (one rename(2)), and what was taken is looked at there.
+   * The moved file goes; anything else (the agent's, saved in that instant) is put back with
+   * link(2), which replaces nothing, and if the agent has saved the name yet again meanwhile,
+   * the earlier file is kept beside it under a conflict-copy name (never synced, never lost).
+   */
+  async #retireSource(
+    link: (from: string, to: string) => Promise<void>,
+    dir: DirHandle,
+    name: string,
+    source: string,
+    expect: { dev: number; ino: number },
+  ): Promise<void> {
+    const same = (stat: FileStat | null) => stat !== null && stat.type === 'file' && stat.dev === expect.dev && stat.ino === expect.ino;
+    // An unpinned folder replaced since it was opened: its name reaches another folder, where
+    // nothing is ours to take. The old name is left holding the file (two links, which no pass
+    // reads); the move itself is done.
+    const inPlace = async () => dir.pinned || (await this.#identical(dir));
+    if (!(await inPlace()) || !same(await this.fs.lstat(source)) || !(await inPlace())) return;
+    const taken = `${dir.path}/${tempFileName()}`;
+    try {
+      await this.fs.rename(source, taken);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return; // removed by the agent meanwhile: nothing to give up
+      throw err;
+    }
+    const grabbed = await this.fs.lstat(taken);
+    if (same(grabbed)) {
+      await this.fs.rm(taken);
+      return;
+    }
+    if (grabbed === null) return;
+    if (grabbed.type === 'directory') {
+      // rename(2) of a folder replaces at most an empty folder: no file is lost by it.
+      await this.fs.rename(taken, source).catch(() => {});
+      return;
+    }
+    for (const back of [source, `${dir.path}/${conflictCopyPath(name, Date.now())}`]) {
+      try {
+        await link(taken, back);
+        await this.fs.rm(taken);
+        return;
+      } catch (err) {
+        if (errorCode(err) !== 'EEXIST') throw err;
+      }
+    }
   }
 
   /** lstat of the entry at `wirePath` through its folder's handle; null when absent. */

@@ -1,5 +1,5 @@
 import { Semaphore } from 'async-mutex';
-import { applyPlan, type Outcome } from './apply.js';
+import { applyPlan, handOverNotedConflicts, type ApplyIO, type Outcome } from './apply.js';
 import { StoreError } from './errors.js';
 import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
@@ -420,21 +420,21 @@ export class StoreSync {
     carried?: LocalSnapshot['carried'],
     materializing?: boolean,
   ): Promise<Outcome[]> {
-    const outcomes = await applyPlan(
-      {
-        folder: this.#folder,
-        client: this.deps.client,
-        memoryStoreId: this.mount.memoryStoreId,
-        logger: this.deps.logger,
-        signal,
-        concurrency: this.deps.concurrency,
-        ...(events && { events }),
-        slots: this.#pool,
-        ...(carried && { carried }),
-        ...(materializing && { materializing }),
-      },
-      plan.transfers,
-    );
+    const io: ApplyIO = {
+      folder: this.#folder,
+      client: this.deps.client,
+      memoryStoreId: this.mount.memoryStoreId,
+      logger: this.deps.logger,
+      signal,
+      concurrency: this.deps.concurrency,
+      ...(events && { events }),
+      slots: this.#pool,
+      ...(carried && { carried }),
+      ...(materializing && { materializing }),
+    };
+    const outcomes = await applyPlan(io, plan.transfers);
+    // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
+    await handOverNotedConflicts(io, plan.reportOnly);
     for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
     return outcomes;
   }

@@ -363,8 +363,8 @@ describe('pushOnlyView: the push-only flush as a view over a plan', () => {
   });
 
   it('turns a conflict, which it cannot pull, into a note', () => {
-    expect(view({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P }]);
-    expect(view({ l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P }]);
+    expect(view({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R' }]);
+    expect(view({ l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R' }]);
   });
 });
 

@@ -1,6 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import type { InMemoryStoreClient } from '@memory-mounter/testing';
+import type { ConflictEvent, FileSystem } from '@memory-mounter/core';
 import { DISKS, STORE, useHarness } from './harness.js';
+
+/** `inner`, with `act` run once, right after the first `lstat` of a path ending in `suffix` while armed. */
+function afterLstatOf(inner: FileSystem, suffix: string, act: () => Promise<void>): { fs: FileSystem; arm(): void } {
+  let armed = false;
+  const fs = new Proxy(inner, {
+    get: (target, key) => {
+      const value = Reflect.get(target, key) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key !== 'lstat') return value.bind(target);
+      return async (path: string) => {
+        const answer = await target.lstat(path);
+        if (armed && path.endsWith(suffix)) {
+          armed = false;
+          await act();
+        }
+        return answer;
+      };
+    },
+  });
+  return { fs, arm: () => void (armed = true) };
+}
 
 /**
  * Renames through the mounter (issue 10 item 5), on memfs and the real disk: what goes over the
@@ -17,6 +39,28 @@ function notes(n: number, folder: string): Record<string, string> {
 
 describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
   const h = useHarness(disk);
+
+  it('following a remote rename never replaces a note the agent saves at the new name after its check: kept, then named as a conflict', async () => {
+    const target = `${h.notesDir}/t/b.md`;
+    const agent = afterLstatOf(h.fs, '/b.md', () => h.write(target, "the agent's note"));
+    const m = await h.mountNotes({ fileSystem: agent.fs }, { '/a.md': 'alpha' });
+    const conflicts: ConflictEvent[] = [];
+    m.on('conflict', (e) => conflicts.push(e));
+    h.client.renameMemory(STORE, '/a.md', '/t/b.md');
+    agent.arm();
+    const first = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(first.skippedPaths).toContainEqual(expect.objectContaining({ path: '/t/b.md', code: 'taken' }));
+    expect(first.renamed).toEqual([]);
+    expect(await h.read(target)).toBe("the agent's note");
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha');
+    // The next pass plans with the note: the two meet at /t/b.md as a conflict the store wins,
+    // and the note goes to the listener before it is replaced.
+    const second = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(second.conflicts).toEqual(['/t/b.md']);
+    expect(conflicts.map((e) => new TextDecoder().decode(e.localContent))).toEqual(["the agent's note"]);
+    expect(h.client.snapshot(STORE)).toEqual({ '/t/b.md': 'alpha' });
+    await m.finalize();
+  });
 
   it('a remote rename of a 1,000-memory folder moves the files: 0 content transfers', async () => {
     const m = await h.mountNotes({}, notes(1_000, 'notes'));

@@ -223,6 +223,19 @@ describe('settle: a transfer not done leaves its path as it was', () => {
     expect(again.notices).toEqual([]);
   });
 
+  it('a conflict whose copy could not be written: baseline kept, not a conflict, warned once per path and content', () => {
+    const copyFailed: Result = { kind: 'skipped', code: 'conflict_copy_failed', detail: 'the conflict copy could not be written (ENOSPC)' };
+    const first = one(pull('conflict'), copyFailed);
+    expect(first.state.baseline.get(P)).toBe('B');
+    expect(first.report.conflicts).toEqual([]);
+    expect(first.report.pulled).toEqual([]);
+    expect(first.report.skippedPaths).toMatchObject([{ path: P, code: 'conflict_copy_failed' }]);
+    expect(first.notices).toMatchObject([{ level: 'warn', fields: { path: P } }]);
+    const again = one(pull('conflict'), copyFailed, state({ warned: first.state.warned }));
+    expect(again.report.skippedPaths).toMatchObject([{ path: P, code: 'conflict_copy_failed' }]);
+    expect(again.notices).toEqual([]);
+  });
+
   it('a remote delete held back by the marker check stays pending; a log_only one is pending already', () => {
     const markerFailed: Result = { kind: 'skipped', code: 'marker_check_failed', detail: 'store marker failed its check' };
     expect(one(deleteRemote('send'), markerFailed).report.pendingDeletions).toEqual([P]);
@@ -253,7 +266,7 @@ describe('settle: baseline-only and report-only actions', () => {
   });
 
   it('note_conflict: reported as a conflict, baseline kept', () => {
-    const settled = settle(state(), plan([{ type: 'note_conflict', path: P }]), []);
+    const settled = settle(state(), plan([{ type: 'note_conflict', path: P, storeSha: 'R' }]), []);
     expect(settled.report.conflicts).toEqual([P]);
     expect(settled.state.baseline.get(P)).toBe('B');
   });

@@ -46,7 +46,11 @@ async function makeHost(kind: Kind): Promise<Host> {
       mkdir: (p) => void vol.mkdirSync(p, { recursive: true }),
       symlink: (t, p) => vol.symlinkSync(t, p),
       link: (e, p) => vol.linkSync(e, p),
-      rename: (a, b) => vol.renameSync(a, b),
+      // As rename(2): the replaced file loses the name (memfs's own keeps counting it in nlink).
+      rename: (a, b) => {
+        if (vol.existsSync(b) && !vol.lstatSync(b).isDirectory()) vol.unlinkSync(b);
+        vol.renameSync(a, b);
+      },
       exists: (p) => {
         try {
           vol.lstatSync(p);
@@ -389,6 +393,91 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
     });
   });
 
+  describe('move, the agent saving at either name while the file moves', () => {
+    const identity = async (path: string) => {
+      const stat = await host.fs.lstat(path);
+      return { dev: stat!.dev, ino: stat!.ino };
+    };
+
+    it('a note saved at the target right after its check is never replaced: refused (taken), nothing moved', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const planned = await identity(`${store}/a.md`);
+      // The agent saves b.md the instant the engine has found the name free.
+      const hooked = afterCalls(host.fs, [{ op: 'lstat', suffix: '/b.md', then: () => host.write(`${store}/b.md`, "the agent's note") }]);
+      const moving = await StoreFolder.open(hooked.fs, store);
+      try {
+        await expect(moving.move('/a.md', '/b.md', planned)).rejects.toMatchObject({ code: 'taken' });
+      } finally {
+        await moving.close();
+      }
+      expect(hooked.fired).toBe(1);
+      expect(host.read(`${store}/b.md`)).toBe("the agent's note");
+      expect(host.read(`${store}/a.md`)).toBe('alpha');
+      expect(await identity(`${store}/a.md`)).toEqual(planned);
+      expect((await host.fs.lstat(`${store}/a.md`))!.nlink).toBe(1);
+      outsideUntouched();
+    });
+
+    it('a note saved at the source once the file has its new name stays there; the moved file is at the target', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const planned = await identity(`${store}/a.md`);
+      // The agent replaces a.md (a new file, renamed into place) after the engine's last look at it.
+      const hooked = afterCalls(host.fs, [
+        { op: 'link', suffix: '/b.md', then: () => {} },
+        { op: 'lstat', suffix: '/a.md', then: () => nodeOrMemfsReplace(host, `${store}/a.md`, "the agent's note") },
+      ]);
+      const moving = await StoreFolder.open(hooked.fs, store);
+      try {
+        await moving.move('/a.md', '/b.md', planned);
+      } finally {
+        await moving.close();
+      }
+      expect(hooked.fired).toBe(2);
+      expect(host.read(`${store}/a.md`)).toBe("the agent's note");
+      expect(host.read(`${store}/b.md`)).toBe('alpha');
+      expect(await identity(`${store}/b.md`)).toEqual(planned);
+      expect((await host.fs.lstat(`${store}/b.md`))!.nlink).toBe(1);
+      expect(host.list(store).filter((n) => n.startsWith('.mm-tmp-'))).toEqual([]);
+    });
+
+    it('saved at the source twice in that instant: the last note is at the source, the one before kept beside it', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const planned = await identity(`${store}/a.md`);
+      const hooked = afterCalls(host.fs, [
+        { op: 'link', suffix: '/b.md', then: () => {} },
+        { op: 'lstat', suffix: '/a.md', then: () => nodeOrMemfsReplace(host, `${store}/a.md`, 'first note') },
+        { op: 'rename', suffix: '/a.md', then: () => host.write(`${store}/a.md`, 'second note') },
+      ]);
+      const moving = await StoreFolder.open(hooked.fs, store);
+      try {
+        await moving.move('/a.md', '/b.md', planned);
+      } finally {
+        await moving.close();
+      }
+      expect(hooked.fired).toBe(3);
+      expect(host.read(`${store}/b.md`)).toBe('alpha');
+      expect(host.read(`${store}/a.md`)).toBe('second note');
+      const copies = host.list(store).filter((n) => /^a\.conflict-\d{8}T\d{9}Z\.md$/.test(n));
+      expect(copies).toHaveLength(1);
+      expect(host.read(`${store}/${copies[0]}`)).toBe('first note');
+      expect(host.list(store).filter((n) => n.startsWith('.mm-tmp-'))).toEqual([]);
+    });
+
+    it('a seam without link moves as before, by one rename', async () => {
+      host.write(`${store}/a.md`, 'alpha');
+      const planned = await identity(`${store}/a.md`);
+      const { link: _link, ...rest } = { link: undefined, ...bindAll(host.fs) };
+      const moving = await StoreFolder.open(rest as FileSystem, store);
+      try {
+        await moving.move('/a.md', '/x/b.md', planned);
+      } finally {
+        await moving.close();
+      }
+      expect(host.read(`${store}/x/b.md`)).toBe('alpha');
+      expect(host.exists(`${store}/a.md`)).toBe(false);
+    });
+  });
+
   describe('a folder swapped between two steps', () => {
     it('pinned handles act on the opened folder wherever it went; unpinned ones refuse', async () => {
       host.mkdir(`${store}/d`);
@@ -414,6 +503,43 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
 function nodeOrMemfsReplace(host: Host, path: string, content: string): void {
   host.write(`${path}.new`, content);
   host.rename(`${path}.new`, path);
+}
+
+/** `fs`'s members, each bound to it (the optional ones it has), as a plain object. */
+function bindAll(fs: FileSystem): FileSystem {
+  const out: Record<string, unknown> = {};
+  for (const key of ['lstat', 'lstatAll', 'readdir', 'readFile', 'writeFile', 'writeFileExclusive', 'link', 'mkdir', 'rm', 'rename', 'openDir', 'openFile', 'readLinkSync'] as const) {
+    const member = fs[key] as unknown;
+    if (typeof member === 'function') out[key] = (member as (...a: unknown[]) => unknown).bind(fs);
+  }
+  return out as unknown as FileSystem;
+}
+
+/**
+ * Delegates to `inner` (its handles stay pinned or not) and runs each hook once, in order, right
+ * after the first call of its `op` on a path ending with `suffix` (for `link` and `rename`, the
+ * second path for link, the first for rename) has returned: the agent acting between two of the
+ * engine's steps. `fired` counts the hooks run.
+ */
+function afterCalls(inner: FileSystem, hooks: { op: 'lstat' | 'link' | 'rename'; suffix: string; then: () => void }[]): { fs: FileSystem; fired: number } {
+  const state = { fs: bindAll(inner), fired: 0 };
+  const wrap = (op: 'lstat' | 'link' | 'rename', pick: (args: string[]) => string) => {
+    const call = (state.fs as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[op];
+    if (!call) return;
+    (state.fs as unknown as Record<string, unknown>)[op] = async (...args: string[]) => {
+      const result = await call(...args);
+      const next = hooks[state.fired];
+      if (next && next.op === op && pick(args).endsWith(next.suffix)) {
+        state.fired++;
+        next.then();
+      }
+      return result;
+    };
+  };
+  wrap('lstat', (a) => a[0]!);
+  wrap('link', (a) => a[1]!);
+  wrap('rename', (a) => a[0]!);
+  return state;
 }
 
 /**

@@ -15,13 +15,15 @@ export type FileSystemOp = keyof FileSystem;
  * without pinned handles.
  */
 export class FaultyFileSystem implements FileSystem {
-  /** `path` undefined: the next call of `op` on any path. */
-  readonly #faults: { op: FileSystemOp; path: string | undefined; code: string; always?: true }[] = [];
+  /** `path` undefined: the next call of `op` on any path; a RegExp: on any path it matches. */
+  readonly #faults: { op: FileSystemOp; path: string | RegExp | undefined; code: string; always?: true }[] = [];
 
   /** Present when `inner` has it (the method is optional), and then faultable like the rest. */
   readonly readLinkSync?: (path: string) => string | null;
   /** Present when `inner` has it, and then faultable like the rest. */
   readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
+  /** Present when `inner` has it, and then faultable like the rest (a fault names `from`, as for `rename`). */
+  readonly link?: (from: string, to: string) => Promise<void>;
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);
@@ -29,6 +31,13 @@ export class FaultyFileSystem implements FileSystem {
       this.writeFileExclusive = async (path, data, opts) => {
         this.#inject('writeFileExclusive', path);
         return exclusive(path, data, opts);
+      };
+    }
+    const link = inner.link?.bind(inner);
+    if (link) {
+      this.link = async (from, to) => {
+        this.#inject('link', from);
+        return link(from, to);
       };
     }
     const readLink = inner.readLinkSync?.bind(inner);
@@ -56,6 +65,14 @@ export class FaultyFileSystem implements FileSystem {
   /** Drops every fault not used up yet, lasting ones included. */
   heal(): void {
     this.#faults.length = 0;
+  }
+
+  /**
+   * The next `times` calls of `op` on a path `pattern` matches fail with `code`: for a name the
+   * test cannot know in advance (`/\.conflict-/`, a conflict copy named by the clock).
+   */
+  failMatching(op: FileSystemOp, pattern: RegExp, code: string, times = 1): void {
+    for (let i = 0; i < times; i++) this.#faults.push({ op, path: pattern, code });
   }
 
   /** The next `times` calls of `op`, on any path, fail with `code` (ENOSPC, EACCES, ...). */
@@ -111,7 +128,9 @@ export class FaultyFileSystem implements FileSystem {
   }
 
   #inject(op: FileSystemOp, path: string): void {
-    const index = this.#faults.findIndex((f) => f.op === op && (f.path === undefined || f.path === path));
+    const index = this.#faults.findIndex(
+      (f) => f.op === op && (f.path === undefined || (f.path instanceof RegExp ? f.path.test(path) : f.path === path)),
+    );
     if (index < 0) return;
     const fault = this.#faults[index]!;
     if (!fault.always) this.#faults.splice(index, 1);

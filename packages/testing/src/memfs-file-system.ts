@@ -75,6 +75,20 @@ export class MemfsFileSystem implements FileSystem {
     }
   }
 
+  /**
+   * As link(2): one synchronous step, so nothing can appear at `to` between its check and the
+   * new name. memfs's own link follows a symlink at `from`; link(2) does not, so a link there is
+   * refused here (the engine never links one: it checks the entry is a regular file first).
+   */
+  async link(from: string, to: string): Promise<void> {
+    const source = this.#lstat(from);
+    if (source === null) throw fsError('ENOENT', 'link', from);
+    if (source.type === 'directory') throw fsError('EPERM', 'link', from, 'is a directory');
+    if (source.type === 'symlink') throw fsError('EPERM', 'link', from, 'is a symlink');
+    if (this.#lstat(to) !== null) throw fsError('EEXIST', 'link', to, 'already exists');
+    this.vol.linkSync(from, to);
+  }
+
   /** The content in a fresh temp file beside `path`; its path. */
   #writeTemp(path: string, data: Uint8Array, mode: number | undefined): string {
     const temp = posix.join(posix.dirname(path), tempFileName());
@@ -193,6 +207,9 @@ export class MemfsFileSystem implements FileSystem {
       throw fsError('EISDIR', 'rename', to);
     }
     if (source.type !== 'symlink') {
+      // memfs's rename over a file does not count the replaced file's lost name (its nlink
+      // stays): the name goes first, in this same synchronous step, as rename(2) drops it.
+      if (target && target.type !== 'directory') this.vol.unlinkSync(to);
       this.vol.renameSync(from, to);
       return;
     }

@@ -231,6 +231,42 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
     });
 
+    describe('link (optional)', () => {
+      it('gives the file a second name: the same inode, two links; a rename over one of them drops it', async ({ skip }) => {
+        if (!fs.link) return skip('this filesystem has no link');
+        await fs.writeFile(at('f'), bytes('one'));
+        await fs.link(at('f'), at('g'));
+        const [f, g] = [await fs.lstat(at('f')), await fs.lstat(at('g'))];
+        expect(g).toMatchObject({ type: 'file', dev: f!.dev, ino: f!.ino, nlink: 2 });
+        expect(await read('g')).toBe('one');
+        await fs.writeFile(at('f'), bytes('two'));
+        expect(await fs.lstat(at('g'))).toMatchObject({ ino: f!.ino, nlink: 1 });
+        expect(await read('g')).toBe('one');
+      });
+
+      it('never replaces anything: a file, a folder, a link or a dangling one is left as it was (EEXIST)', async ({ skip }) => {
+        if (!fs.link) return skip('this filesystem has no link');
+        await fs.writeFile(at('src'), bytes('mine'));
+        await fs.writeFile(at('file'), bytes('theirs'));
+        await fs.mkdir(at('folder'));
+        await h.makeSymlink(at('file'), at('link'));
+        await h.makeSymlink(at('nowhere'), at('dangling'));
+        for (const name of ['file', 'folder', 'link', 'dangling']) {
+          await expect(fs.link(at('src'), at(name))).rejects.toMatchObject({ code: 'EEXIST' });
+        }
+        expect(await read('file')).toBe('theirs');
+        expect((await fs.lstat(at('link')))?.type).toBe('symlink');
+        expect(await fs.lstat(at('nowhere'))).toBeNull();
+        expect((await fs.lstat(at('src')))?.nlink).toBe(1);
+      });
+
+      it('fails with ENOENT when the source is missing', async ({ skip }) => {
+        if (!fs.link) return skip('this filesystem has no link');
+        await expect(fs.link(at('missing'), at('g'))).rejects.toMatchObject({ code: 'ENOENT' });
+        expect(await fs.lstat(at('g'))).toBeNull();
+      });
+    });
+
     describe('mkdir', () => {
       it('creates a directory 0700 by default and honours an explicit mode', async () => {
         await fs.mkdir(at('d'));

@@ -20,6 +20,11 @@
  *       the agent's file appears at b the moment the engine makes its temp file, after any
  *       check of b the engine made before writing. A rename that fails (a already used) counts
  *       as a failure.
+ *   racer putlate <create|open> <dir> <name> <a> <b> <us> <ms>
+ *       as put, on the entry `name` of dir being created or opened, and each rename <us>
+ *       microseconds (busy-waited) after the event: the agent's file lands that long after the
+ *       engine made or opened `name`, so a range of delays over the attempts covers the steps
+ *       the engine takes after it (a check, then the act).
  *   racer swap <a> <b>
  *       exchange once; exit 2 if that failed.
  *
@@ -110,6 +115,17 @@ static int put(const char *a, const char *b) {
   }
   failures++;
   return -1;
+}
+
+/* putlate's delay: microseconds between the event and the rename. */
+static long late_us = 0;
+
+/* put(a, b), late_us after now: spun, not slept, so the delay is that long and no longer. */
+static int put_late(const char *a, const char *b) {
+  double until = now_ms() + late_us / 1e3;
+  while (now_ms() < until) {
+  }
+  return put(a, b);
 }
 
 static const char *base_name(const char *path) {
@@ -216,6 +232,7 @@ static void usage(void) {
           "       racer inotify <dir> <a> <b> <ms>\n"
           "       racer on <create|open|delete> <dir> <name> <a> <b> <ms>\n"
           "       racer put <dir> <name> <a> <b> <ms>\n"
+          "       racer putlate <create|open> <dir> <name> <a> <b> <us> <ms>\n"
           "       racer swap <a> <b>\n");
   exit(2);
 }
@@ -247,6 +264,14 @@ int main(int argc, char **argv) {
     uint32_t mask = strcmp(argv[2], "create") == 0 ? IN_CREATE : strcmp(argv[2], "open") == 0 ? IN_OPEN : strcmp(argv[2], "delete") == 0 ? IN_DELETE : 0;
     if (mask == 0) usage();
     run_watch(argv[3], mask, named, argv[4], exchange, argv[5], argv[6], parse_ms(argv[7]));
+  } else if (strcmp(mode, "putlate") == 0 && argc == 9) {
+    uint32_t mask = strcmp(argv[2], "create") == 0 ? IN_CREATE : strcmp(argv[2], "open") == 0 ? IN_OPEN : 0;
+    if (mask == 0) usage();
+    char *end;
+    errno = 0;
+    late_us = strtol(argv[7], &end, 10);
+    if (errno != 0 || *end != '\0' || late_us < 0) usage();
+    run_watch(argv[3], mask, named, argv[4], put_late, argv[5], argv[6], parse_ms(argv[8]));
   } else if (strcmp(mode, "put") == 0 && argc == 7) {
     run_watch(argv[2], IN_CREATE, named, argv[3], put, argv[4], argv[5], parse_ms(argv[6]));
   } else {

@@ -10,8 +10,9 @@ import type { JournalEntry } from './fleet-journal.js';
  *     version history (by sha: contents are unique), or the same agent replaced, deleted or
  *     moved it before any pass of its worker synced that path (pushed, pulled, deleted,
  *     renamed it or lost a conflict there: a push that failed syncs nothing), or its worker named it the loser of
- *     a conflict (`localSha`). A write not found is `lost`, with the worker's finalize `unpushed`
- *     code when finalize named it;
+ *     a conflict (`localSha` of a conflict event; or, for finalize's push-only flush, which emits
+ *     none, `unpushed` code `conflict` at the path the agent last put it). A write not found is
+ *     `lost`, with the worker's finalize `unpushed` code when finalize named it;
  *  F3 no false conflict: a conflict is real only when some other writer changed the path (a
  *     version at it, or moved away from it) since this worker last synced it, that is since the
  *     start of its last pass that pushed, pulled, deleted, renamed or lost a conflict at that
@@ -112,11 +113,19 @@ export function checkFleet(run: FleetRun): FleetVerdict {
 
   run.journals.forEach((journal, worker) => {
     const steps = journal.filter((e): e is Extract<JournalEntry, { type: 'write' | 'delete' | 'rename' }> => e.type === 'write' || e.type === 'delete' || e.type === 'rename');
-    const conflictEvents = journal.filter((e): e is Extract<JournalEntry, { type: 'conflict' }> => e.type === 'conflict');
-    const losers = new Set(conflictEvents.map((c) => c.localSha));
     const finalized = journal.find((e): e is Extract<JournalEntry, { type: 'finalized' }> => e.type === 'finalized');
     const unpushed = new Map((finalized?.unpushed ?? []).map((u) => [u.path, u.code]));
     const passEnds = journal.filter((e): e is Extract<JournalEntry, { type: 'pass' }> => e.type === 'pass');
+    // A conflict met by finalize's push-only flush emits no event (the file is not replaced): it
+    // is named in `unpushed` with code `conflict`, and the loser is what the agent last put there.
+    const flushEnd = passEnds.find((p) => p.phase === 'flush')?.t ?? finalized?.t ?? Infinity;
+    const flushConflicts = [...unpushed].flatMap(([path, code]) => {
+      const last = steps.filter((s) => s.path === path || (s.type === 'rename' && s.to === path)).at(-1);
+      if (code !== 'conflict' || !last || (last.type !== 'write' && last.path === path)) return [];
+      return [{ type: 'conflict' as const, t: flushEnd, path, storeSha: '', localSha: last.sha }];
+    });
+    const conflictEvents = [...journal.filter((e): e is Extract<JournalEntry, { type: 'conflict' }> => e.type === 'conflict'), ...flushConflicts];
+    const losers = new Set(conflictEvents.map((c) => c.localSha));
     const passStarts = new Map(journal.filter((e): e is Extract<JournalEntry, { type: 'pass_start' }> => e.type === 'pass_start').map((e) => [e.n, e.t]));
     passes += passEnds.filter((p) => p.phase !== 'flush').length;
     for (const p of passEnds) if (p.phase !== 'flush') passRequests.push(p.requests);
@@ -171,7 +180,7 @@ export function checkFleet(run: FleetRun): FleetVerdict {
           kind: 'false_conflict',
           worker,
           path: c.path,
-          detail: `conflict at ${c.t} (pass ${pass?.n ?? '?'}, ${pass?.phase ?? '?'}): local ${c.localSha.slice(0, 8)} lost to store ${c.storeSha.slice(0, 8)}; since ${since} (${lastSync ? `pass ${lastSync.n}` : 'materialize'}) the path had only this worker's versions: ${mine.map((v) => `${v.operation} ${v.content_sha256?.slice(0, 8) ?? '-'}`).join(', ') || 'none'}`,
+          detail: `conflict at ${c.t} (pass ${pass?.n ?? '?'}, ${pass?.phase ?? '?'}): local ${c.localSha.slice(0, 8)} lost to store ${c.storeSha.slice(0, 8) || '(finalize flush)'}; since ${since} (${lastSync ? `pass ${lastSync.n}` : 'materialize'}) the path had only this worker's versions: ${mine.map((v) => `${v.operation} ${v.content_sha256?.slice(0, 8) ?? '-'}`).join(', ') || 'none'}`,
         });
       }
     }

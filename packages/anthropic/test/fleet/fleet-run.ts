@@ -54,6 +54,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
   // retry-after 10 ms: the SDK's retries of a 503 stay quick.
   const server = new MemoryApiServer({ retryAfterSeconds: 0.01 });
   const baseURL = await server.start();
+  let keep = Boolean(process.env.FLEET_KEEP);
   try {
     server.seed(STORE, Object.fromEntries(PATHS.filter((_, i) => i % 2 === 0).map((p) => [p, `seed ${p}\n`])));
     const faults = server.failWritesAtRandom({ seed: options.seed, fraction: options.faultFraction, appliedFraction: options.appliedFraction })!;
@@ -86,8 +87,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
     const emulatorRequests = server.requestCount();
 
     const finalStore = server.snapshot(STORE);
-    if (process.env.FLEET_KEEP) writeFileSync(join(base, 'versions.json'), JSON.stringify(server.versions(STORE), null, 1));
     const materialized = await freshMaterialize(baseURL, join(base, 'fresh'));
+    writeFileSync(join(base, 'versions.json'), JSON.stringify(server.versions(STORE), null, 1));
     const verdict = checkFleet({
       journals,
       versions: server.versions(STORE),
@@ -95,11 +96,12 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
       materialized,
       finalShas: Object.fromEntries(Object.entries(finalStore).map(([p, c]) => [p, sha256(c)])),
     });
+    keep = verdict.problems.length > 0 || Boolean(process.env.FLEET_KEEP);
     return { ...verdict, seed: options.seed, workers: options.workers, faults: faultCounts, emulatorRequests, durationMs: Date.now() - started };
   } finally {
     await server.close();
-    // FLEET_KEEP=1 keeps the journals (and versions.json) for a look at a failure.
-    if (process.env.FLEET_KEEP) process.stderr.write(`fleet seed ${options.seed}: kept ${base}\n`);
+    // A run that found a problem keeps its journals and versions.json for a look (FLEET_KEEP=1: every run).
+    if (keep) process.stderr.write(`fleet seed ${options.seed}: kept ${base}\n`);
     else await rm(base, { recursive: true, force: true });
   }
 }

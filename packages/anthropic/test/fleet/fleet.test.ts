@@ -16,10 +16,15 @@ import { runFleet, type FleetResult } from './fleet-run.js';
  * propagation delay between workers (p50/p95) and the requests per pass are printed.
  *
  * CI: 4 workers, seed 1. The fleet script (`pnpm run fleet`: FLEET_N=8 FLEET_SEEDS=5) runs more;
- * seeds are 1..FLEET_SEEDS, so a failure names its seed. FLEET_STEPS sets the agent's steps.
+ * seeds are 1..FLEET_SEEDS, so a failure names its seed (FLEET_SEED=n reruns one, FLEET_KEEP=1
+ * keeps its journals). FLEET_STEPS sets the agent's steps, FLEET_FAULTS the share of writes
+ * failed. A seed fixes each agent's steps and the fault draws, not the interleaving of workers:
+ * a rerun of a seed is a new schedule.
  */
 const WORKERS = Number(process.env.FLEET_N ?? 4);
 const SEEDS = Number(process.env.FLEET_SEEDS ?? 1);
+// FLEET_SEED=n runs that one seed only (to look again at a failure, with FLEET_KEEP=1).
+const ONLY_SEED = process.env.FLEET_SEED === undefined ? undefined : Number(process.env.FLEET_SEED);
 const STEPS = Number(process.env.FLEET_STEPS ?? 60);
 const FAULT_FRACTION = Number(process.env.FLEET_FAULTS ?? 0.2);
 const APPLIED_FRACTION = 0.5;
@@ -38,7 +43,8 @@ describe('fleet: workers on one store through the real SDK, with write 503s', ()
 
   it(`${WORKERS} workers, ${SEEDS} seed(s): materialize equals the store; 0 lost, 0 false conflicts, 0 resurrections`, { timeout: 60_000 + SEEDS * WORKERS * 30_000 }, async () => {
     const results: FleetResult[] = [];
-    for (let seed = 1; seed <= SEEDS; seed++) {
+    const seeds = ONLY_SEED === undefined ? Array.from({ length: SEEDS }, (_, i) => i + 1) : [ONLY_SEED];
+    for (const seed of seeds) {
       results.push(await runFleet({ seed, workers: WORKERS, steps: STEPS, faultFraction: FAULT_FRACTION, appliedFraction: APPLIED_FRACTION, bundle }));
     }
     console.log(table(results));

@@ -9,7 +9,8 @@ import type { JournalEntry } from './fleet-journal.js';
  *  F2 no agent write is lost: each one (and each file an agent moved, at its new path) is in the
  *     version history (by sha: contents are unique), or the same agent replaced, deleted or
  *     moved it before any pass of its worker synced that path (pushed, pulled, deleted,
- *     renamed it or lost a conflict there: a push that failed syncs nothing), or its worker named it the loser of
+ *     renamed it or lost a conflict there: a push that failed syncs nothing; the path follows
+ *     the engine's own local renames), or its worker named it the loser of
  *     a conflict (`localSha` of a conflict event; or, for finalize's push-only flush, which emits
  *     none, `unpushed` code `conflict` at the path the agent last put it). A write not found is
  *     `lost`, with the worker's finalize `unpushed` code when finalize named it;
@@ -141,11 +142,7 @@ export function checkFleet(run: FleetRun): FleetVerdict {
         if (step.type === 'write') inHistory++;
         return;
       }
-      // Replaced before any pass synced the path: the passes between the two steps (a pass
-      // that only failed to push it did not take it) name it nowhere.
-      const next = steps.slice(i + 1).find((s) => s.path === path);
-      const between = next ? passEnds.filter((p) => p.n >= step.passes && p.n < next.passes) : [];
-      if (next && !between.some((p) => p.report && touches(p.report, path))) {
+      if (replacedBeforeSync(steps.slice(i + 1), passEnds, path, step.passes)) {
         if (step.type === 'write') supersededBeforeSync++;
         return;
       }
@@ -222,6 +219,28 @@ export function checkFleet(run: FleetRun): FleetVerdict {
     passRequests,
     propagationMs: propagation(run.journals),
   };
+}
+
+/**
+ * Whether the agent's next step at the content's path replaced, deleted or moved it before any
+ * pass synced that path: the passes between name it nowhere (a pass that only failed to push it
+ * did not take it). The path follows the engine's local renames (a file moved on disk after the
+ * store renamed its memory carries the agent's content along).
+ */
+function replacedBeforeSync(later: Extract<JournalEntry, { type: 'write' | 'delete' | 'rename' }>[], passEnds: Extract<JournalEntry, { type: 'pass' }>[], path: string, passes: number): boolean {
+  let where = path;
+  let from = passes;
+  for (const step of later) {
+    for (const pass of passEnds) {
+      if (pass.n < from || pass.n >= step.passes || !pass.report) continue;
+      const moved = pass.report.renamed.find((r) => r.side === 'local' && r.from === where);
+      if (moved) where = moved.to;
+      if (touches({ ...pass.report, renamed: pass.report.renamed.filter((r) => r !== moved) }, where)) return false;
+    }
+    from = step.passes;
+    if (step.path === where) return true;
+  }
+  return false;
 }
 
 function touches(report: NonNullable<Extract<JournalEntry, { type: 'pass' }>['report']>, path: string): boolean {

@@ -37,7 +37,7 @@ export interface PassSummary {
   pulled: string[];
   deletedLocal: string[];
   deletedRemote: string[];
-  renamed: { from: string; to: string }[];
+  renamed: { from: string; to: string; side: 'local' | 'remote' }[];
   conflicts: string[];
   errors: number;
 }

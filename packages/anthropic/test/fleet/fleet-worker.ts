@@ -127,7 +127,7 @@ function summary(report: SyncReport): PassSummary | null {
     pulled: store.pulled,
     deletedLocal: store.deletedLocal,
     deletedRemote: store.deletedRemote,
-    renamed: store.renamed.map(({ from, to }) => ({ from, to })),
+    renamed: store.renamed.map(({ from, to, side }) => ({ from, to, side })),
     conflicts: store.conflicts,
     errors: store.errors.length,
   };

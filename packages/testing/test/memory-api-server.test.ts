@@ -329,7 +329,74 @@ describe('test controls', () => {
     expect((await dropped).code).toBe('ECONNRESET');
   });
 
+  it('an afterApplying fault carries the write out, then answers the status', async () => {
+    server.failNext('create', { afterApplying: 503 });
+    const created = await call('POST', memories(), { body: { path: '/a', content: 'x' } });
+    expect(created.status).toBe(503);
+    expect(created.json.error.type).toBe('api_error');
+    expect(created.headers.get('x-should-retry')).toBe('true');
+    expect(server.snapshot(STORE)).toEqual({ '/a': 'x' });
+
+    // A refusal is lost the same way: the retried create meets the memory it made.
+    server.failNext('create', { afterApplying: 503 });
+    expect((await call('POST', memories(), { body: { path: '/a', content: 'y' } })).status).toBe(503);
+    expect(server.snapshot(STORE)).toEqual({ '/a': 'x' });
+
+    const id = server.memories(STORE)[0]!.id;
+    server.failNext('update', { afterApplying: 500 });
+    expect((await call('POST', memory(id), { body: { content: 'z' } })).status).toBe(500);
+    server.failNext('delete', { afterApplying: 503 });
+    expect(server.snapshot(STORE)).toEqual({ '/a': 'z' });
+    expect((await call('DELETE', memory(id))).status).toBe(503);
+    expect(server.snapshot(STORE)).toEqual({});
+    expect(server.versions(STORE).map((v) => v.operation)).toEqual(['deleted', 'modified', 'created']);
+  });
+
+  it('failWritesAtRandom fails a seeded share of writes, some applied first, and never a read', async () => {
+    const run = async (seed: number) => {
+      const fresh = new MemoryApiServer({ retryAfterSeconds: 0.01 });
+      const baseURL = await fresh.start();
+      const plan = fresh.failWritesAtRandom({ seed, fraction: 0.5, appliedFraction: 0.5 })!;
+      const outcomes: string[] = [];
+      try {
+        for (let i = 0; i < 40; i++) {
+          const path = `/m${i}`;
+          const res = await fetch(new URL(memories(), baseURL), {
+            method: 'POST',
+            headers: { ...SDK_HEADERS, 'content-type': 'application/json' },
+            body: JSON.stringify({ path, content: `c${i}` }),
+          });
+          const landed = path in fresh.snapshot(STORE);
+          outcomes.push(res.status === 200 ? 'ok' : `${res.status}:${landed ? 'applied' : 'not applied'}`);
+          expect(res.status === 200 ? landed : true).toBe(true);
+          expect((await fetch(new URL(memories(), baseURL), { headers: SDK_HEADERS })).status).toBe(200);
+        }
+      } finally {
+        await fresh.close();
+      }
+      return { outcomes, counts: { ...plan.counts } };
+    };
+    const first = await run(7);
+    expect(await run(7)).toEqual(first);
+    expect((await run(8)).outcomes).not.toEqual(first.outcomes);
+    const count = (o: string) => first.outcomes.filter((x) => x === o).length;
+    expect(count('503:applied')).toBe(first.counts.applied);
+    expect(count('503:not applied')).toBe(first.counts.notApplied);
+    expect(first.counts.applied).toBeGreaterThan(0);
+    expect(first.counts.notApplied).toBeGreaterThan(0);
+    expect(count('ok')).toBeGreaterThan(0);
+
+    server.failWritesAtRandom({ seed: 1, fraction: 1, appliedFraction: 0 });
+    expect((await call('POST', memories(), { body: { path: '/b', content: 'x' } })).status).toBe(503);
+    server.failWritesAtRandom(undefined);
+    expect((await call('POST', memories(), { body: { path: '/b', content: 'x' } })).status).toBe(200);
+  });
+
   it('refuses a fault that is not an error status', () => {
+    expect(() => server.failNext('create', { afterApplying: 200 })).toThrow(RangeError);
+    expect(() => server.failWritesAtRandom({ seed: 1, fraction: 1.5, appliedFraction: 0 })).toThrow(RangeError);
+    expect(() => server.failWritesAtRandom({ seed: 1, fraction: 0.5, appliedFraction: 0, status: 200 })).toThrow(RangeError);
+
     expect(() => server.failNext('list', 200)).toThrow(RangeError);
     expect(() => server.failNext('list', 'stall' as 'hang')).toThrow(RangeError);
     expect(() => server.failNext('list', 503, 0)).toThrow(RangeError);

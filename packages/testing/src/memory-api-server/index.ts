@@ -2,7 +2,7 @@ export { MemoryApiServer } from './memory-api-server.js';
 export type { MemoryApiServerOptions, RecordedRequest } from './memory-api-server.js';
 export type { RouteName } from './routes.js';
 export type { SessionSeed } from './sessions.js';
-export type { Fault } from './faults.js';
+export { RandomWriteFaults, WRITE_ROUTES, type AppliedFault, type Fault, type RandomWriteFaultOptions } from './faults.js';
 export {
   ControlPlaneEmulator,
   type ControlPlaneOptions,

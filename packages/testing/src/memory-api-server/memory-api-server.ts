@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, apiErrorFor, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
 import { ControlPlaneEmulator, type ControlPlaneOptions } from './control-plane.js';
-import { FaultPlan, type Fault } from './faults.js';
+import { FaultPlan, RandomWriteFaults, type Fault, type RandomWriteFaultOptions } from './faults.js';
 import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
 import { MemoryService, randomId, type MemoryServiceOptions } from '../model/memory-service.js';
@@ -84,6 +84,7 @@ export class MemoryApiServer extends MemoryService {
   /** `GET /v1/sessions/{id}` requests received. */
   sessionRequests = 0;
   readonly #faults = new FaultPlan();
+  #randomFaults: RandomWriteFaults | undefined;
   #server: Server | undefined;
   #closing = false;
   /** Connections of requests held by a `'hang'` fault: closed by `close()`. */
@@ -155,8 +156,20 @@ export class MemoryApiServer extends MemoryService {
     this.#faults.add(route, fault, times);
   }
 
+  /**
+   * From now on, a seeded share of writes (create, update, delete) fails with a 503 (or
+   * `status`), some of them carried out first (see `RandomWriteFaults`); `undefined` stops it.
+   * A fault queued by `failNext` is taken first. Returns the plan, whose `counts` say how many
+   * failures were answered.
+   */
+  failWritesAtRandom(options: RandomWriteFaultOptions | undefined): RandomWriteFaults | undefined {
+    this.#randomFaults = options && new RandomWriteFaults(options);
+    return this.#randomFaults;
+  }
+
   clearFaults(): void {
     this.#faults.clear();
+    this.#randomFaults = undefined;
   }
 
   /** Requests received for `route`, or for every route; retries by the SDK count one each. */
@@ -209,7 +222,7 @@ export class MemoryApiServer extends MemoryService {
       }
       res.once('finish', () => (record.status = res.statusCode));
 
-      const fault = this.#faults.take(match.route);
+      const fault = this.#faults.take(match.route) ?? this.#randomFaults?.take(match.route);
       if (fault === 'disconnect') {
         req.socket.destroy();
         return;
@@ -221,17 +234,27 @@ export class MemoryApiServer extends MemoryService {
         if (this.#closing) socket.destroy();
         return;
       }
-      if (fault !== undefined) throw new ApiError(fault, errorTypeForStatus(fault), `injected fault: HTTP ${fault}`);
+      if (typeof fault === 'number') throw new ApiError(fault, errorTypeForStatus(fault), `injected fault: HTTP ${fault}`);
 
-      this.#checkHeaders(req);
-      const result = handlers[match.route]({
-        store: this.store(match.storeId),
-        memoryId: match.memoryId,
-        versionId: match.versionId,
-        query: url.searchParams,
-        body: ROUTES_WITH_BODY.includes(match.route) ? parseJsonObject(body.text, body.tooLarge) : {},
-      });
-      sendJson(res, 200, result);
+      const run = () => {
+        this.#checkHeaders(req);
+        return handlers[match.route]({
+          store: this.store(match.storeId),
+          memoryId: match.memoryId,
+          versionId: match.versionId,
+          query: url.searchParams,
+          body: ROUTES_WITH_BODY.includes(match.route) ? parseJsonObject(body.text, body.tooLarge) : {},
+        });
+      };
+      if (fault !== undefined) {
+        // Carried out, then the answer lost: a refusal is lost as a success would be.
+        try {
+          run();
+        } catch {}
+        const status = fault.afterApplying;
+        throw new ApiError(status, errorTypeForStatus(status), `injected fault: HTTP ${status}, after applying the request`);
+      }
+      sendJson(res, 200, run());
     } catch (err) {
       const error =
         err instanceof ApiError

@@ -1,5 +1,6 @@
 import { Semaphore } from 'async-mutex';
-import { asStoreError, storeCall, StoreError, type StoreErrorKind } from './errors.js';
+import { asStoreError, listAll, storeCall, StoreError, type StoreErrorKind } from './errors.js';
+import { sentThenDeleted } from './push-history.js';
 import { errorCode, unchangedSince } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
@@ -206,8 +207,16 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
         io.client.update(io.memoryStoreId, action.memoryId, { content, expected_content_sha256: action.expectedRemoteSha }, { signal }),
       );
     } catch (err) {
-      // Deleted in the store since the listing: the file is the only copy, so re-create it.
       if (asStoreError(err).kind !== 'not_found') throw err;
+      if (await sentBeforeDeletion(io, action)) {
+        // An earlier attempt of this very update landed (its answer was lost) and another writer
+        // deleted the memory after it: the content was pushed, and the deletion is the store's
+        // latest word. Nothing is re-created; the next pass follows the deletion on disk.
+        learned.push({ kind: 'deleted', memoryId: action.memoryId });
+        io.events?.pushed({ path, sha: action.localSha });
+        return { kind: 'done', sha: action.localSha };
+      }
+      // Deleted in the store since the listing: the file is the only copy, so re-create it.
       learned.push({ kind: 'deleted', memoryId: action.memoryId, notFound: true });
       written = await create();
     }
@@ -219,6 +228,22 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
   // The baseline takes the sha we sent: if the store normalised the content, its listing then
   // differs from the baseline and the next pass pulls the store's version.
   return { kind: 'done', sha: action.localSha };
+}
+
+/**
+ * Whether the memory an update met `not_found` for holds, in its history, this update's content
+ * landed and then deleted (`sentThenDeleted`). Any doubt (no change feed, a failed read) is a
+ * no: the file is then re-created, never dropped.
+ */
+async function sentBeforeDeletion(io: ApplyIO, action: Update): Promise<boolean> {
+  const listVersions = io.client.listVersions?.bind(io.client);
+  if (!listVersions) return false;
+  try {
+    const versions = await listAll(() => listVersions(io.memoryStoreId, { memoryId: action.memoryId, signal: io.signal }));
+    return sentThenDeleted(versions, { sent: action.localSha, base: action.expectedRemoteSha });
+  } catch {
+    return false;
+  }
 }
 
 /**

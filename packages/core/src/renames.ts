@@ -70,21 +70,38 @@ export interface LocalRename {
   sha: string;
 }
 
+/**
+ * The store renamed a memory onto a name the agent has just taken on disk with a new file, and
+ * the memory holds exactly the content the baseline agreed on at its old path: the rename
+ * brought the name and no content. The folder still holds that content at `from`, so both
+ * files are kept and pushed rather than the memory pulled over the agent's new file.
+ */
+export interface RenameOntoNewFile {
+  from: string;
+  to: string;
+  memoryId: string;
+  /** The memory's sha at `to`, which is the baseline's at `from`. */
+  remoteSha: string;
+}
+
 export interface Renames {
   remote: RemoteRename[];
   local: LocalRename[];
+  /** Read-write stores only: a read-only store never pushes, and the rows keep the local file. */
+  ontoNewFile: RenameOntoNewFile[];
 }
 
 export function detectRenames(input: RenameInput): Renames {
-  const remote = remoteRenames(input);
+  const ontoNewFile: RenameOntoNewFile[] = [];
+  const remote = remoteRenames(input, ontoNewFile);
   // A path claimed by a remote rename is not also a local one (they never share a path by
   // construction, but the guard keeps that from resting on it).
-  const claimed = new Set(remote.flatMap((r) => [r.from, r.to]));
+  const claimed = new Set([...remote, ...ontoNewFile].flatMap((r) => [r.from, r.to]));
   const local = input.readWrite ? localRenames(input, claimed) : [];
-  return { remote, local };
+  return { remote, local, ontoNewFile };
 }
 
-function remoteRenames(input: RenameInput): RemoteRename[] {
+function remoteRenames(input: RenameInput, ontoNewFile: RenameOntoNewFile[]): RemoteRename[] {
   const { baseline, baselineIds, localFiles, remote } = input;
   if (baselineIds.size === 0) return [];
   // Where each memory is now. An id at two paths (never, from one store) is no one's rename.
@@ -117,6 +134,17 @@ function remoteRenames(input: RenameInput): RemoteRename[] {
       const there = localFiles.get(to);
       if (there !== undefined) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
       // Otherwise the agent deleted the file meanwhile: the rows restore it at its new name.
+      continue;
+    }
+    // The name is taken on disk by a new file of the agent's (other content than the memory's:
+    // the same is adopted by the rows), and the memory brought no content
+    // of its own (it holds what the baseline agreed on at `from`, which may be the engine's own
+    // push, landed by id after the rename): store-wins would replace the agent's only copy with
+    // content the folder already holds. Invariant: a rename alone never wins over a local file.
+    const target = remote.get(to)!;
+    const newFile = localFiles.get(to);
+    if (input.readWrite && newFile !== undefined && newFile.sha !== target.sha && target.sha === baseSha) {
+      ontoNewFile.push({ from, to, memoryId, remoteSha: target.sha });
       continue;
     }
     // The name is taken on disk (a file, or a folder of files), or a folder on its way is a file.

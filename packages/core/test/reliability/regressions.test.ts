@@ -548,6 +548,36 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
     );
   }
 
+  // B19, FUZZ_SEED=854745903 case 7,571 (issue 18; replay path 7570, node disk, shrunk). The
+  // feed lags, so the pass does not see the other writer's rename of /d/c.md onto /a.md: the
+  // agent's new /a.md meets path_conflict, and its edit of /d/c.md goes to the memory by id and
+  // lands at /a.md. The next listing shows the memory at /a.md holding the engine's own push, and
+  // the rows took it for the store's side of a conflict: pulled over the agent's /a.md (I2, a
+  // false conflict). Fixed: a rename that brought no content never wins over a new local file;
+  // both files are kept and pushed (renames.ts, `ontoNewFile`).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `B19 (${disk}): a remote rename onto the agent's new file while the feed lags: the agent's file is pushed, not replaced by the engine's own push`,
+      replay(
+        {
+          disk,
+          requestTimeoutSeconds: 0.05,
+          syncTimeoutSeconds: 0.5,
+          finalSyncTimeoutSeconds: 1,
+          feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 2, fullListingInterval: 30 },
+        },
+        [
+          new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+          new RemoteWrite('rw', '/d/c.md'),
+          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+          new AgentEdit('rw', '/d/c.md'),
+          new RemoteRename('rw', '/d/c.md', '/a.md'),
+          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        ],
+      ),
+    );
+  }
+
   // Seed 20261211 (a model error): the fake forgets the path of a redacted version, so the oracle
   // did not know the memory the flush updated by id had been at the path the edit was made.
   it(

@@ -334,8 +334,9 @@ export function planStore(input: PlanInput): Plan {
   for (const r of renames.ontoNewFile) {
     // Both files are kept: the agent's new file goes to the memory at its name (guarded by the
     // sha it holds, so a remote edit made meanwhile still wins), and the file at the old name,
-    // which no memory holds any more, is created again there (SPEC 6.6: doubt keeps data).
-    claimed.add(r.from).add(r.to);
+    // when no memory holds it any more, is created again there (SPEC 6.6: doubt keeps data).
+    claimed.add(r.to);
+    if (r.recreateFrom) claimed.add(r.from);
     const atTo = localFiles.get(r.to)!;
     const atFrom = localFiles.get(r.from)!;
     if (input.settleAfter !== null && atTo.mtimeMs > input.settleAfter) {
@@ -343,7 +344,7 @@ export function planStore(input: PlanInput): Plan {
       continue;
     }
     push(r.to, atTo, { type: 'update', path: r.to, localSha: atTo.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha });
-    push(r.from, atFrom, { type: 'create', path: r.from, localSha: atFrom.sha, reason: 'recreate' });
+    if (r.recreateFrom) push(r.from, atFrom, { type: 'create', path: r.from, localSha: atFrom.sha, reason: 'recreate' });
   }
   for (const r of renames.local) {
     claimed.add(r.from).add(r.to);

@@ -82,6 +82,8 @@ export interface RenameOntoNewFile {
   memoryId: string;
   /** The memory's sha at `to`, which is the baseline's at `from`. */
   remoteSha: string;
+  /** No memory is at `from` any more: the file there is created again. Otherwise one holds it already. */
+  recreateFrom: boolean;
 }
 
 export interface Renames {
@@ -122,34 +124,45 @@ function remoteRenames(input: RenameInput, ontoNewFile: RenameOntoNewFile[]): Re
     if (memoryId === undefined || idCount.get(memoryId) !== 1) continue;
     const to = pathById.get(memoryId);
     if (to === undefined || to === null || to === from) continue;
-    // Another memory took `from` (a swap, or a replace): the rows judge both paths.
-    if (remote.has(from)) continue;
     // `to` had a baseline of its own (a memory that moved away or was deleted): conservative.
     if (baseline.has(to)) continue;
     if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
     const local = localFiles.get(from);
+    const target = remote.get(to)!;
+    const atFrom = remote.get(from);
+    // The name is taken on disk by a new file of the agent's (other content than the memory's:
+    // the same is adopted by the rows), and the memory brought no content of its own: it holds
+    // what the baseline agreed on at `from` (the other writer's rename alone, or the engine's
+    // own push, landed by id after a rename it had not seen yet). Store-wins would replace the
+    // agent's only copy with content that is no remote edit. Both are kept instead, provided the
+    // file at `from` stays safe too: no memory is at `from` (it is created again), or one holding
+    // exactly that file (the rows find it in sync). Invariant: a rename alone never wins over a
+    // local file.
+    const newFile = localFiles.get(to);
+    if (
+      input.readWrite &&
+      local !== undefined &&
+      newFile !== undefined &&
+      newFile.sha !== target.sha &&
+      target.sha === baseSha &&
+      (atFrom === undefined || atFrom.sha === local.sha)
+    ) {
+      ontoNewFile.push({ from, to, memoryId, remoteSha: target.sha, recreateFrom: atFrom === undefined });
+      continue;
+    }
+    // Another memory took `from` (a swap, or a replace): the rows judge both paths.
+    if (atFrom !== undefined) continue;
     if (local === undefined) {
       // Moved alike on both sides: the baseline follows, and the rows judge the file at `to`
       // against it (an edit made with the move is then a local change, not a conflict).
       const there = localFiles.get(to);
-      if (there !== undefined) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
+      if (there !== undefined) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: target.sha, alreadyMoved: true });
       // Otherwise the agent deleted the file meanwhile: the rows restore it at its new name.
-      continue;
-    }
-    // The name is taken on disk by a new file of the agent's (other content than the memory's:
-    // the same is adopted by the rows), and the memory brought no content
-    // of its own (it holds what the baseline agreed on at `from`, which may be the engine's own
-    // push, landed by id after the rename): store-wins would replace the agent's only copy with
-    // content the folder already holds. Invariant: a rename alone never wins over a local file.
-    const target = remote.get(to)!;
-    const newFile = localFiles.get(to);
-    if (input.readWrite && newFile !== undefined && newFile.sha !== target.sha && target.sha === baseSha) {
-      ontoNewFile.push({ from, to, memoryId, remoteSha: target.sha });
       continue;
     }
     // The name is taken on disk (a file, or a folder of files), or a folder on its way is a file.
     if (localFiles.has(to) || isLocalFolder(to) || ancestorPaths(to).some((folder) => localFiles.has(folder))) continue;
-    found.push({ from, to, memoryId, baseSha, localSha: local.sha, remoteSha: remote.get(to)!.sha });
+    found.push({ from, to, memoryId, baseSha, localSha: local.sha, remoteSha: target.sha });
   }
   return found;
 }

@@ -144,6 +144,13 @@ describe('remote rename: the file follows on disk, no transfer', () => {
       ]);
       // Edited at the old name too: that edit is the content created there.
       expect(types(rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'L', '/b.md': 'N' } }).actions)).toEqual(['create /a.md', 'update /b.md']);
+      // Another memory now at /a.md holding exactly the file there (the other writer copied it):
+      // nothing to create; the agent's file still goes to the renamed memory.
+      const copied = rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' }, remote: { '/b.md': [X, 'B'], '/a.md': ['mem_y', 'B'] } });
+      expect(types(copied.actions)).toEqual(['update /b.md']);
+      // ... but holding other content: the rows judge both paths (the file at /a.md is pulled over, so it is no safe copy).
+      const replaced = rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' }, remote: { '/b.md': [X, 'B'], '/a.md': ['mem_y', 'C'] } });
+      expect(replaced.actions.some((a) => a.type === 'update')).toBe(false);
       // The store edited the memory with the rename: its content is new, and the store wins at /b.md.
       expect(types(rw({ ...remoteRenamed('B', 'R'), local: { '/a.md': 'B', '/b.md': 'N' } }).actions)).toEqual(['delete_local /a.md', 'pull /b.md']);
       // Read-only: nothing is pushed; the rows decide.

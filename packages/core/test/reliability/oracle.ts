@@ -21,9 +21,11 @@ import { blockedEntries, conflictCopies, describeTreeDiff, hasEntries, markerInt
  *     agent wrote, and did not itself overwrite or remove, is on disk or in the store after every
  *     step, unless a later pass reported the path in `conflicts` (store wins) — or finalize
  *     named it in `unpushed`, with a reason, before removing the folder, and its warning named
- *     the path too (SPEC 6.2). A conflict counts only if it is real: the store must not hold,
- *     at that path, content only the engine itself ever sent there (its own earlier push taken
- *     for a remote edit would overwrite the agent's later write in the store's name);
+ *     the path too (SPEC 6.2). A conflict counts only if it is real (every reported one is
+ *     judged): the other writer wrote that path since the last pass that ended with it in sync,
+ *     and the store does not hold there content only the engine itself ever sent (its own
+ *     earlier push taken for a remote edit would overwrite the agent's later write in the
+ *     store's name); with conflictCopies, a loser a pull replaced is in a conflict copy;
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
  *  I4 the marker and temp files never uploaded; an upload holds only content the folder held
  *     at that memory's path (or at a path the memory had before the store renamed it);
@@ -38,9 +40,13 @@ import { blockedEntries, conflictCopies, describeTreeDiff, hasEntries, markerInt
  *  I9 a memory is renamed (an update of its path) only with a precondition, never onto the
  *     marker or a temp file's name, and only to a path where the folder held the content the
  *     memory holds: the store follows the agent's rename, it never invents one;
+ *  I10 a file is deleted locally only where its memory really left that path in the store
+ *     (deleted, renamed away, or answered not_found) since its last sync: an absence from one
+ *     listing is no deletion (SPEC 6.6);
+ *  I11 with deletions log_only or disabled, no update moves a memory's path (SPEC 6.6);
  *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
  *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
- *     store does;
+ *     store does; a bound met is a legal outcome, judged by the other invariants;
  *  R1 after finalize, stateDir holds a state record for exactly the folders left in place;
  *  R2 after a crash (SIGKILL, between steps or at a request of a pass), `MemoryMounter.recover`:
  *     sends no delete and nothing to a read-only store; removes a folder only when every agent
@@ -107,7 +113,7 @@ export class StoreModel {
   /** path -> every sha the engine sent to that path (create or update). */
   readonly enginePushed = new Map<string, Set<string>>();
   /**
-   * Paths the other writer wrote (content changed, or a memory arrived by a rename) since the
+   * Paths the other writer wrote (content changed, a memory arrived or left) since the
    * last pass that ended with the path in sync: a conflict anywhere else is a false one (I2).
    */
   readonly remoteWroteSinceSync = new Set<string>();
@@ -248,7 +254,13 @@ export class Oracle {
       addTo(store.remoteAuthored, path, sha);
       store.remoteWroteSinceSync.add(path);
     }
-    for (const path of before.keys()) if (!after.has(path)) store.remoteRemovedSinceSync.add(path);
+    for (const path of before.keys()) {
+      if (after.has(path)) continue;
+      store.remoteRemovedSinceSync.add(path);
+      // A memory renamed away (and edited) is a change at its old path too: a push-only flush
+      // names the conflict there.
+      store.remoteWroteSinceSync.add(path);
+    }
   }
 
   /** The store said the memory at `path` is gone (a spurious `not_found`): its word corroborates an absence. */
@@ -309,8 +321,9 @@ export class Oracle {
     if (request.content !== undefined) this.violate(`${where} carries content too`);
     if (request.expectedSha === undefined) return this.violate(`${where} without expected_content_sha256`);
     // SPEC 6.6: with deletions log_only or disabled a local move creates the memory at its new
-    // path and leaves the old one; no path leaves the store because of the agent.
-    if (this.settings.deletionMode !== 'enabled') this.violate(`I11: ${where} with memory_sync_deletions=${this.settings.deletionMode}: the old path leaves the store`);
+    // path and leaves the old one; no path leaves the store because of the agent. (Not judged in
+    // recover: it is not given the session's deletion mode.)
+    if (this.settings.deletionMode !== 'enabled' && this.#phase !== 'recover') this.violate(`I11: ${where} with memory_sync_deletions=${this.settings.deletionMode}: the old path leaves the store`);
     if (!store.seen.get(to)?.has(request.expectedSha)) this.violate(`${where}: the folder never held the memory's content at the new path`);
   }
 

@@ -706,6 +706,23 @@ describe("regressions: engine bugs issue 18's faults find (fixed on the other is
     );
   }
 
+  // The same at finalize (seed 854745903, 300 runs): the final sync takes our own write for the
+  // store's side of a conflict with the agent's next (unpushable) write, and finalize removes the
+  // folder naming it only as that false conflict (I2).
+  it.fails(
+    'a guarded update whose answer was lost, retried into precondition_failed: finalize removes the next write behind a false conflict',
+    failsWith(
+      /I2: a conflict at \/d\/e\/f\.md in memstore_rw, where no other writer wrote/,
+      replay({ disk: 'node', ...bounds, seedRw: ['/d/e/f.md'] }, [
+        new LoseAnswer('update'),
+        new AgentWrite('rw', '/d/e/f.md'),
+        new Reconcile(true),
+        new AgentWrite('rw', '/d/e/f.md', 'oversize'),
+        new Finalize('completed'),
+      ]),
+    ),
+  );
+
   // Problem 2 (wip-absence). A full listing skips /bulk/n00.md while the other writer writes
   // /a.md; the pass deletes the file locally on that one listing's word (I10).
   for (const disk of ['memfs', 'node'] as const) {

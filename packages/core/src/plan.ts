@@ -373,6 +373,21 @@ export function planStore(input: PlanInput): Plan {
       ...(then && { then }),
     });
   }
+  for (const r of renames.ontoNewFile) {
+    // Both files are kept: the agent's new file goes to the memory at its name (guarded by the
+    // sha it holds, so a remote edit made meanwhile still wins), and the file at the old name,
+    // when no memory holds it any more, is created again there (SPEC 6.6: doubt keeps data).
+    claimed.add(r.to);
+    if (r.recreateFrom) claimed.add(r.from);
+    const atTo = localFiles.get(r.to)!;
+    const atFrom = localFiles.get(r.from)!;
+    if (stillSettling(atTo, input)) {
+      plan.skipped.push({ path: r.to, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
+      continue;
+    }
+    push(r.to, atTo, { type: 'update', path: r.to, localSha: atTo.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha });
+    if (r.recreateFrom) push(r.from, atFrom, { type: 'create', path: r.from, localSha: atFrom.sha, reason: 'recreate' });
+  }
   // A rename makes the old path leave the store: only with deletions on (SPEC 6.6). Otherwise
   // the rows judge both paths: the old one is a deletion candidate never sent (pending, or
   // logged), the new one a new file, created; `log_only` also says which rename it would send.
@@ -469,7 +484,7 @@ export function planStore(input: PlanInput): Plan {
       case 'new_local':
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
-        if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter && !(input.hostNow !== undefined && cell.local.mtimeMs > input.hostNow)) {
+        if (stillSettling(cell.local, input)) {
           plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
           break;
         }
@@ -566,6 +581,16 @@ export function stillUnknownWrites(
     if (there === undefined || (there === baseline.get(path) && there !== sha)) unknown.set(path, sha);
   }
   return unknown;
+}
+
+/**
+ * A new local file written after `settleAfter` may still be mid-write: left for the next pass.
+ * One dated after `hostNow` (the host clock was set back since) says nothing by its time, and
+ * is taken as settled rather than left waiting until the clock catches up.
+ */
+function stillSettling(local: LocalFile, input: Pick<PlanInput, 'settleAfter' | 'hostNow'>): boolean {
+  if (input.settleAfter === null || local.mtimeMs <= input.settleAfter) return false;
+  return !(input.hostNow !== undefined && local.mtimeMs > input.hostNow);
 }
 
 function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {

@@ -78,21 +78,40 @@ export interface LocalRename {
   sha: string;
 }
 
+/**
+ * The store renamed a memory onto a name the agent has just taken on disk with a new file, and
+ * the memory holds exactly the content the baseline agreed on at its old path: the rename
+ * brought the name and no content. The folder still holds that content at `from`, so both
+ * files are kept and pushed rather than the memory pulled over the agent's new file.
+ */
+export interface RenameOntoNewFile {
+  from: string;
+  to: string;
+  memoryId: string;
+  /** The memory's sha at `to`, which is the baseline's at `from`. */
+  remoteSha: string;
+  /** No memory is at `from` any more: the file there is created again. Otherwise one holds it already. */
+  recreateFrom: boolean;
+}
+
 export interface Renames {
   remote: RemoteRename[];
   local: LocalRename[];
+  /** Read-write stores only: a read-only store never pushes, and the rows keep the local file. */
+  ontoNewFile: RenameOntoNewFile[];
 }
 
 export function detectRenames(input: RenameInput): Renames {
-  const remote = remoteRenames(input);
+  const ontoNewFile: RenameOntoNewFile[] = [];
+  const remote = remoteRenames(input, ontoNewFile);
   // A path claimed by a remote rename is not also a local one (they never share a path by
   // construction, but the guard keeps that from resting on it).
-  const claimed = new Set(remote.flatMap((r) => [r.from, r.to]));
+  const claimed = new Set([...remote, ...ontoNewFile].flatMap((r) => [r.from, r.to]));
   const local = input.readWrite ? localRenames(input, claimed) : [];
-  return { remote, local };
+  return { remote, local, ontoNewFile };
 }
 
-function remoteRenames(input: RenameInput): RemoteRename[] {
+function remoteRenames(input: RenameInput, ontoNewFile: RenameOntoNewFile[]): RemoteRename[] {
   const { baseline, baselineIds, localFiles, remote } = input;
   if (baselineIds.size === 0) return [];
   // Where each memory is now. An id at two paths (never, from one store) is no one's rename.
@@ -113,25 +132,47 @@ function remoteRenames(input: RenameInput): RemoteRename[] {
     if (memoryId === undefined || idCount.get(memoryId) !== 1) continue;
     const to = pathById.get(memoryId);
     if (to === undefined || to === null || to === from) continue;
-    // Another memory took `from` (a swap, or a replace): the rows judge both paths.
-    if (remote.has(from)) continue;
     // `to` had a baseline of its own (a memory that moved away or was deleted): conservative.
     if (baseline.has(to)) continue;
     if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
     if (baseSha === EMPTY_SHA) continue;
     const local = localFiles.get(from);
+    const target = remote.get(to)!;
+    const atFrom = remote.get(from);
+    // The name is taken on disk by a new file of the agent's (other content than the memory's:
+    // the same is adopted by the rows), and the memory brought no content of its own: it holds
+    // what the baseline agreed on at `from` (the other writer's rename alone, or the engine's
+    // own push, landed by id after a rename it had not seen yet). Store-wins would replace the
+    // agent's only copy with content that is no remote edit. Both are kept instead, provided the
+    // file at `from` stays safe too: no memory is at `from` (it is created again), or one holding
+    // exactly that file (the rows find it in sync). Invariant: a rename alone never wins over a
+    // local file.
+    const newFile = localFiles.get(to);
+    if (
+      input.readWrite &&
+      local !== undefined &&
+      newFile !== undefined &&
+      newFile.sha !== target.sha &&
+      target.sha === baseSha &&
+      (atFrom === undefined || atFrom.sha === local.sha)
+    ) {
+      ontoNewFile.push({ from, to, memoryId, remoteSha: target.sha, recreateFrom: atFrom === undefined });
+      continue;
+    }
+    // Another memory took `from` (a swap, or a replace): the rows judge both paths.
+    if (atFrom !== undefined) continue;
     if (local === undefined) {
       // Moved alike on both sides: the baseline follows, and the rows judge the file at `to`
       // against it (an edit made with the move is then a local change, not a conflict). An
       // empty file there says nothing of where it came from.
       const there = localFiles.get(to);
-      if (there !== undefined && there.sha !== EMPTY_SHA) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: remote.get(to)!.sha, alreadyMoved: true });
+      if (there !== undefined && there.sha !== EMPTY_SHA) found.push({ from, to, memoryId, baseSha, localSha: there.sha, remoteSha: target.sha, alreadyMoved: true });
       // Otherwise the agent deleted the file meanwhile: the rows restore it at its new name.
       continue;
     }
     // The name is taken on disk (a file, or a folder of files), or a folder on its way is a file.
     if (localFiles.has(to) || isLocalFolder(to) || ancestorPaths(to).some((folder) => localFiles.has(folder))) continue;
-    found.push({ from, to, memoryId, baseSha, localSha: local.sha, remoteSha: remote.get(to)!.sha });
+    found.push({ from, to, memoryId, baseSha, localSha: local.sha, remoteSha: target.sha });
   }
   return found;
 }

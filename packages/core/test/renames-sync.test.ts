@@ -161,15 +161,18 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
     await m.finalize();
   });
 
-  it('a remote rename onto a name taken on disk falls back: the local file is kept, the memory pulled over it as a conflict', async () => {
+  it('a remote rename onto a name taken on disk by a new file: both files kept and pushed, no conflict', async () => {
     const m = await h.mountNotes({ conflictCopies: true }, { '/a.md': 'alpha' });
     h.client.renameMemory(STORE, '/a.md', '/b.md');
     await h.write(`${h.notesDir}/b.md`, 'a local b');
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(report.renamed).toEqual([]);
-    expect(report.conflicts).toEqual(['/b.md']);
-    expect(report.deletedLocal).toEqual(['/a.md']);
-    expect(await h.read(`${h.notesDir}/b.md`)).toBe('alpha');
+    expect(report.conflicts).toEqual([]);
+    expect(report.deletedLocal).toEqual([]);
+    expect(await h.read(`${h.notesDir}/b.md`)).toBe('a local b');
+    expect(h.client.snapshot(STORE)).toEqual({ '/a.md': 'alpha', '/b.md': 'a local b' });
+    const after = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(after).toMatchObject({ pulled: [], pushed: [], conflicts: [], errors: [] });
     await m.finalize();
   });
 

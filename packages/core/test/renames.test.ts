@@ -140,6 +140,29 @@ describe('remote rename: the file follows on disk, no transfer', () => {
       const folder = { ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md/x.md': 'Y' } };
       expect(rw(folder).actions.some((a) => a.type === 'rename_local')).toBe(false);
     });
+    it('the new name is taken on disk by a new file, and the memory brought no content: both files kept and pushed, none pulled over', () => {
+      // The memory holds the baseline's content (a pure rename, or the engine's own push landed
+      // by id after it): pulling it over the agent's new file would replace the only copy of
+      // that file with content the folder still holds at the old name.
+      const plan = rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' } });
+      expect(plan.actions).toEqual([
+        { type: 'update', path: '/b.md', localSha: 'N', memoryId: X, expectedRemoteSha: 'B' },
+        { type: 'create', path: '/a.md', localSha: 'B', reason: 'recreate' },
+      ]);
+      // Edited at the old name too: that edit is the content created there.
+      expect(types(rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'L', '/b.md': 'N' } }).actions)).toEqual(['create /a.md', 'update /b.md']);
+      // Another memory now at /a.md holding exactly the file there (the other writer copied it):
+      // nothing to create; the agent's file still goes to the renamed memory.
+      const copied = rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' }, remote: { '/b.md': [X, 'B'], '/a.md': ['mem_y', 'B'] } });
+      expect(types(copied.actions)).toEqual(['update /b.md']);
+      // ... but holding other content: the rows judge both paths (the file at /a.md is pulled over, so it is no safe copy).
+      const replaced = rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' }, remote: { '/b.md': [X, 'B'], '/a.md': ['mem_y', 'C'] } });
+      expect(replaced.actions.some((a) => a.type === 'update')).toBe(false);
+      // The store edited the memory with the rename: its content is new, and the store wins at /b.md.
+      expect(types(rw({ ...remoteRenamed('B', 'R'), local: { '/a.md': 'B', '/b.md': 'N' } }).actions)).toEqual(['delete_local /a.md', 'pull /b.md']);
+      // Read-only: nothing is pushed; the rows decide.
+      expect(rw({ ...remoteRenamed('B', 'B'), local: { '/a.md': 'B', '/b.md': 'N' } }, { access: 'read_only' }).actions.some((a) => a.type === 'update')).toBe(false);
+    });
     it('a folder on the way to the new name is a file on disk', () => {
       const w: World = { baseline: { '/a.md': 'B' }, ids: { '/a.md': X }, local: { '/a.md': 'B', '/d': 'Y' }, remote: { '/d/b.md': [X, 'B'] } };
       expect(rw(w).actions.some((a) => a.type === 'rename_local')).toBe(false);

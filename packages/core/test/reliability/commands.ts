@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import type { StoreErrorKind } from '@memory-mounter/core';
 import type { StoreOp, StoreWriteOp } from '@memory-mounter/testing';
 import type { MarkerDamage, WipeKind, WriteKind } from './agent.js';
-import type { StallAt } from './fault-ledger.js';
+import type { RetriedWriteOp, StallAt } from './fault-ledger.js';
+import type { UnreadableCode } from './disk-faults.js';
 import type { FeedFailure, FeedFault, FeedShape, FolderFault, ServerClockMode } from './feed-faults.js';
 import type { Oracle, StoreKey } from './oracle.js';
 import { coverage } from './coverage.js';
@@ -301,6 +302,66 @@ export class StallNext extends WorldStep {
   }
 }
 
+/**
+ * The next `times` guarded writes of `op` are applied and their answers lost (`unavailable`): the
+ * engine's bounded client retries them inside the pass, and the retry meets a service that
+ * checks the precondition against what the memory holds now (an update: `precondition_failed`,
+ * since it holds our own write; a delete: `not_found`).
+ */
+export class LoseAnswer extends WorldStep {
+  constructor(readonly op: RetriedWriteOp, readonly times = 1) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.faults.loseAnswers(this.op, this.times));
+  }
+  toString() {
+    return `loseAnswer(${this.op}${this.times > 1 ? ` x${this.times}` : ''}; applied, then retried)`;
+  }
+}
+
+/**
+ * The next full listing of `store` skips one of its entries (`index`, modulo their number), as a
+ * paged walk does when an insertion shifts its cursor, while the other writer writes `path`.
+ */
+export class SkipInListing extends WorldStep {
+  constructor(readonly store: StoreKey, readonly index: number, readonly path: string) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.skipInNextListing(this.store, this.index, this.path));
+  }
+  toString() {
+    return `listing.next(${this.store}: skips entry #${this.index} while remote.write(${this.path}))`;
+  }
+}
+
+/** The engine's next `times` opens of one file fail with `code` (Infinity: until the faults are drained). */
+export class Unreadable extends WorldStep {
+  constructor(readonly store: StoreKey, readonly path: string, readonly code: UnreadableCode, readonly times: number) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.diskFaults.unreadable(`${c.spec(this.store).root}${this.path}`, this.code, this.times));
+  }
+  toString() {
+    return `unreadable(${this.store}, ${this.path}, ${this.code}, ${Number.isFinite(this.times) ? `next ${this.times} opens` : 'until drained'})`;
+  }
+}
+
+/** The next `times` conflict copies the engine writes fail with ENOSPC (no-op without `conflictCopies`). */
+export class ConflictCopyFails extends WorldStep {
+  constructor(readonly times = 1) {
+    super();
+  }
+  run(_m: Oracle, c: Case) {
+    return c.step(this.toString(), () => c.diskFaults.failConflictCopies(this.times));
+  }
+  toString() {
+    return `conflictCopy.fails(ENOSPC${!Number.isFinite(this.times) ? ', until drained' : this.times > 1 ? ` x${this.times}` : ''})`;
+  }
+}
+
 /** An outage: the next `calls` requests, whatever their op, fail `unavailable` before the store sees them. */
 export class OutageCalls extends WorldStep {
   constructor(readonly calls: number) {
@@ -550,6 +611,16 @@ export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   weighted(4, fc.tuple(storeKey, file).map(([s, p]) => new RemoteDelete(s, p))),
   weighted(6, fc.tuple(storeOp, faultKind, fc.integer({ min: 1, max: 2 })).map(([op, k, n]) => new FailNext(op, k, n))),
   weighted(3, writeOp.map((op) => new FailAfterApply(op))),
+  // Issue 18: a lost answer then retried; a listing that skips an entry; files that cannot be opened; copies that fail.
+  weighted(4, fc.tuple(fc.constantFrom<RetriedWriteOp>('update', 'update', 'delete'), fc.constantFrom(1, 2, 3)).map(([op, n]) => new LoseAnswer(op, n))),
+  weighted(2, fc.tuple(storeKey, fc.nat(20), file).map(([s, i, p]) => new SkipInListing(s, i, p))),
+  weighted(
+    2,
+    fc
+      .tuple(storeKey, file, fc.constantFrom<UnreadableCode>('EACCES', 'EIO', 'EMFILE'), fc.constantFrom(1, 2, Number.POSITIVE_INFINITY))
+      .map(([s, p, code, n]) => new Unreadable(s, p, code, n)),
+  ),
+  weighted(2, fc.constantFrom(1, 3, Number.POSITIVE_INFINITY).map((n) => new ConflictCopyFails(n))),
   // An outage costs real time (each pass in it runs to its deadline): rare, so the CI slice stays short.
   weighted(2, stall),
   weighted(
@@ -590,6 +661,8 @@ export function scenarioArbitrary(disk: fc.Arbitrary<Scenario['disk']>): fc.Arbi
     seedRw: fc.subarray([...FILE_PATHS]),
     seedRo: fc.subarray([...FILE_PATHS]),
     bulk: fc.boolean(),
+    // One case in four writes the losers of conflicts beside the file (issue 18: copies that fail).
+    conflictCopies: fc.constantFrom(false, false, false, true),
     // One case in four without the feed (full listings, as before issue 9).
     feed: fc.option(feedScenario, { freq: 4, nil: undefined }),
   });

@@ -93,7 +93,7 @@ export class ConfinedFileSystem implements FileSystem {
 }
 
 /** `/proc/self/fd/<fd>/rest` as the path of the folder held by `fd` now, plus `rest`. */
-function viaDescriptor(path: string): string {
+export function viaDescriptor(path: string): string {
   const match = /^\/proc\/self\/fd\/(\d+)(\/.*)?$/.exec(path);
   if (!match) return path;
   const folder = readlinkSync(`/proc/self/fd/${match[1]}`);

@@ -55,6 +55,20 @@ export const coverage = {
   feedRefusals: 0,
   /** The other writer's writes made while a read of the store was under way. */
   remoteActionsDuringReads: 0,
+  /** Issue 18's faults: writes applied whose answer was lost, their retries, and retries the strict service refused. */
+  answersLostAfterApply: 0,
+  retriesAfterLostAnswer: 0,
+  strictRetriesRefused: 0,
+  /** Full listings that skipped an entry while the other writer wrote. */
+  listingsSkippingAnEntry: 0,
+  /** Opens of a file refused (EACCES/EIO/EMFILE), cases with conflictCopies, and conflict copies refused (ENOSPC). */
+  opensRefused: 0,
+  casesWithConflictCopies: 0,
+  conflictCopiesRefused: 0,
+  /** Time bounds met as legal outcomes: downloads cut off (then retried), quiescent passes still cut off (no I7), recover retries cut off. */
+  materializeBoundsHit: 0,
+  convergenceChecksCutOff: 0,
+  recoverRetriesCutOff: 0,
   /** Wall time spent inside materialize, reconcile and finalize, all cases together. */
   engineWallMs: 0,
 };

@@ -23,8 +23,21 @@ export const SCRATCH_STORE = 'memstore_scratch';
  */
 export type StallAt = 'before' | 'after';
 
-/** What happens to one request instead of (or after) the fake answering it. */
-export type Interception = { kind: 'stall'; at: StallAt } | { kind: 'outage' };
+/** A write whose answer a lost response takes: a guarded update, or a guarded delete (the ops the engine retries). */
+export type RetriedWriteOp = 'update' | 'delete';
+
+/**
+ * What happens to one request instead of (or after) the fake answering it. `lose_answer`: the
+ * store applies the write and the answer is lost (`unavailable`); the engine's retry of it then
+ * meets a service that checks the precondition against what the memory holds now (see
+ * ObservedStoreClient), as the real one does.
+ */
+export type Interception = { kind: 'stall'; at: StallAt } | { kind: 'outage' } | { kind: 'lose_answer' };
+
+/** The message of a lost answer (the write applied): not the fake's "injected ..." form. */
+export const LOST_ANSWER_MESSAGE = 'lost answer (test): the write was applied, its answer never came';
+/** The message of a strict service refusing a retry whose precondition no longer holds. */
+export const STRICT_RETRY_MESSAGE = 'strict service (test): the memory no longer holds expected_content_sha256';
 
 /** The message of an outage's failures: not the fake's "injected ..." form, so not counted twice. */
 export const OUTAGE_MESSAGE = 'outage (test): service unavailable';
@@ -36,6 +49,7 @@ export class FaultLedger {
   readonly #queuedBefore = new Map<StoreOp, number>();
   readonly #queuedAfter = new Map<StoreWriteOp, number>();
   readonly #stalls = new Map<StoreOp, StallAt[]>();
+  readonly #lostAnswers = new Map<RetriedWriteOp, number>();
   #outage: { calls: number } | { untilMs: number } | null = null;
   #scratchCounter = 0;
 
@@ -60,6 +74,11 @@ export class FaultLedger {
     this.#stalls.set(op, queue);
   }
 
+  /** The next `times` writes of `op` are applied and their answers lost; their retries meet a strict service. */
+  loseAnswers(op: RetriedWriteOp, times: number): void {
+    bump(this.#lostAnswers, op, times);
+  }
+
   /** Every request fails `unavailable`: the next `calls` of them, or until the clock reads `untilMs`. */
   outage(spec: { calls: number } | { untilMs: number }): void {
     this.#outage = spec;
@@ -82,7 +101,12 @@ export class FaultLedger {
       this.#outage = null;
     }
     const at = this.#stalls.get(op)?.shift();
-    return at === undefined ? undefined : { kind: 'stall', at };
+    if (at !== undefined) return { kind: 'stall', at };
+    if ((op === 'update' || op === 'delete') && (this.#lostAnswers.get(op) ?? 0) > 0) {
+      bump(this.#lostAnswers, op, -1);
+      return { kind: 'lose_answer' };
+    }
+    return undefined;
   }
 
   /** Called with every error the fake raised: counts the injected ones. True for an injected one. */
@@ -98,6 +122,7 @@ export class FaultLedger {
   get pending(): number {
     let n = this.#outage ? 1 : 0;
     for (const queue of this.#stalls.values()) n += queue.length;
+    for (const count of this.#lostAnswers.values()) n += count;
     for (const count of [...this.#queuedBefore.values(), ...this.#queuedAfter.values()]) n += count;
     return n;
   }
@@ -105,6 +130,7 @@ export class FaultLedger {
   /** Fires every fault still queued, on the scratch store; stalls and outages are called off. */
   async drain(): Promise<void> {
     this.#stalls.clear();
+    this.#lostAnswers.clear();
     this.#outage = null;
     const scratch = this.fake;
     // Faults before apply first: while one is queued, a write would consume it instead of applying.

@@ -1,6 +1,6 @@
 import { StoreError, type StoreClient, type StoreFolderEntry, type StoreListFolderOptions, type StoreListVersionsOptions, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import type { InMemoryStoreClient, StoreOp } from '@memory-mounter/testing';
-import { OUTAGE_MESSAGE, type Interception } from './fault-ledger.js';
+import { LOST_ANSWER_MESSAGE, OUTAGE_MESSAGE, STRICT_RETRY_MESSAGE, type Interception } from './fault-ledger.js';
 import { feedError, reshapeFeed, reshapeFolder, type FeedFault, type FolderFault } from './feed-faults.js';
 
 /**
@@ -53,6 +53,14 @@ export interface RequestObserver {
   feedFault?(request: OutgoingRequest): FeedFault | undefined;
   /** Asked once per folder listing walk (each `listFolder` call): a fault to play on it. */
   folderFault?(request: OutgoingRequest): FolderFault | undefined;
+  /**
+   * Asked once per full listing (`list`): an entry to leave out of it while the other writer
+   * acts (a paged walk whose cursor an insertion shifted). `act` runs once the store has been
+   * read, before the engine is given the answer.
+   */
+  listingSkip?(request: OutgoingRequest): { index: number; act: () => void } | undefined;
+  /** A write whose answer was lost came again (the engine's retry): `refused` when the strict service refused it. */
+  retriedAfterLostAnswer?(request: OutgoingRequest, refused: boolean): void;
   /** The service's clock (ms), for a feed read that lags. */
   serverNow?(): number;
   /**
@@ -74,6 +82,9 @@ function never<T>(): Promise<T> {
 }
 
 export class ObservedStoreClient implements StoreClient {
+  /** Memories whose last write's answer was lost: the next write of each meets a strict service. */
+  readonly #lostAnswerOf = new Set<string>();
+
   constructor(
     private readonly fake: InMemoryStoreClient,
     private readonly observer: RequestObserver,
@@ -150,9 +161,19 @@ export class ObservedStoreClient implements StoreClient {
   ): AsyncIterable<StoreMemory> {
     const request: OutgoingRequest = { op: 'list', storeId };
     const fault = await this.opening(request);
+    const skip = opts.pathPrefix === undefined || opts.pathPrefix === '/' ? this.observer.listingSkip?.(request) : undefined;
     try {
       let first = true;
-      for await (const memory of this.fake.list(storeId, opts)) {
+      let memories: AsyncIterable<StoreMemory> | StoreMemory[] = this.fake.list(storeId, opts);
+      if (skip) {
+        // The walk read the store, the other writer acted, and one entry fell between two pages.
+        const all: StoreMemory[] = [];
+        for await (const memory of memories) all.push(memory);
+        skip.act();
+        if (all.length > 0) all.splice(skip.index % all.length, 1);
+        memories = all;
+      }
+      for await (const memory of memories) {
         yield memory;
         // Stalled after the first memory: the rest of the listing never comes.
         if (first && fault?.kind === 'stall') await never();
@@ -233,6 +254,33 @@ export class ObservedStoreClient implements StoreClient {
     await this.observer.beforeRequest(request);
     const fault = this.observer.intercept?.(request);
     if (fault?.kind === 'outage') throw this.outage(request);
+    const id = request.memoryId;
+    if (id !== undefined && this.#lostAnswerOf.delete(id)) {
+      // The retry of a write whose answer was lost: the real service checks the precondition
+      // against what the memory holds now (our own write), where the fake would let an update
+      // that changes nothing through. A delete's retry meets not_found from the fake itself.
+      const now = this.fake.memories(request.storeId).find((m) => m.id === id)?.content_sha256;
+      const refused = request.op === 'update' && request.expectedSha !== undefined && now !== undefined && now !== request.expectedSha;
+      this.observer.retriedAfterLostAnswer?.(request, refused);
+      if (refused) {
+        const error = new StoreError('precondition_failed', STRICT_RETRY_MESSAGE, { status: 409 });
+        this.observer.afterFailure(request, error);
+        throw error;
+      }
+    }
+    if (fault?.kind === 'lose_answer') {
+      try {
+        await call();
+      } catch (err) {
+        // The store refused the write itself: that answer is the one the engine gets.
+        this.observer.afterFailure(request, err);
+        throw err;
+      }
+      if (id !== undefined) this.#lostAnswerOf.add(id);
+      const error = new StoreError('unavailable', LOST_ANSWER_MESSAGE, { status: 503 });
+      this.observer.afterFailure(request, error);
+      throw error;
+    }
     if (fault?.kind === 'stall') {
       // After: the store applies the write (or fails it), and the answer is lost.
       if (fault.at === 'after') await call().catch(() => undefined);

@@ -54,7 +54,43 @@ describe('the oracle catches a planted defect', () => {
       runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true), new AgentEdit('rw', '/a.md'), new Reconcile(true)], {
         client: lyingUpdates,
       }),
-    ).rejects.toThrow(/I2: a conflict at \/a\.md in memstore_rw overwrote the agent's write with content only the engine itself sent there/);
+    ).rejects.toThrow(/I2: a conflict at \/a\.md in memstore_rw, where no other writer wrote since the engine's last sync of it/);
+  });
+
+  it('I10: a client whose listings always leave one memory out gets its file deleted locally, uncorroborated', async () => {
+    // Every listing (so a second one too) hides /b.md; no other writer ever removed it.
+    const hideB = (client: StoreClient): StoreClient => ({
+      list: async function* (...args) {
+        for await (const memory of client.list(...args)) if (memory.path !== '/b.md') yield memory;
+      },
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      delete: (...args) => client.delete(...args),
+      update: (...args) => client.update(...args),
+    });
+    // The agent's /b.md is pushed by the first pass; from then on the store holds it unseen.
+    await expect(runCase({ ...scenario, seedRw: ['/a.md'] }, [new AgentWrite('rw', '/b.md'), new Reconcile(true), new Reconcile(true)], { client: hideB })).rejects.toThrow(
+      /I10: \/b\.md in memstore_rw was deleted locally/,
+    );
+  });
+
+  it('I2: with conflictCopies, a filesystem that acknowledges the copy without writing it loses the conflict\'s loser', async () => {
+    const dropCopies = (fs: FileSystem): FileSystem =>
+      new Proxy(fs, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver) as unknown;
+          if (key === 'writeFile' || key === 'writeFileExclusive') {
+            return async (path: string, ...rest: unknown[]) => {
+              if (/\.conflict-\d{8}T\d{9}Z/.test(path)) return;
+              return (value as (...a: unknown[]) => Promise<void>).call(target, path, ...rest);
+            };
+          }
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    await expect(
+      runCase({ ...scenario, conflictCopies: true }, [new AgentEdit('rw', '/a.md'), new RemoteWrite('rw', '/a.md'), new Reconcile(true)], { fileSystem: dropCopies }),
+    ).rejects.toThrow(/I2: the conflict at \/a\.md in memstore_rw replaced the agent's write, and no conflict copy holds it/);
   });
 
   it('I2: finalize names an unpushed path in its report but not in its warning', async () => {

@@ -3,7 +3,7 @@ import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
 import type { Access, DeletionMode, FinalizeReport, RecoveredStoreReport, RecoveryReport, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { EntryKind, Tree } from './host-disk.js';
 import type { OutgoingRequest } from './observed-store-client.js';
-import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles, sameTree, sha256 } from './tree.js';
+import { blockedEntries, conflictCopies, describeTreeDiff, hasEntries, markerIntact, memoryFiles, sameTree, sha256 } from './tree.js';
 
 /**
  * The reference model of the reliability tests, and the invariants it checks.
@@ -21,9 +21,11 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *     agent wrote, and did not itself overwrite or remove, is on disk or in the store after every
  *     step, unless a later pass reported the path in `conflicts` (store wins) — or finalize
  *     named it in `unpushed`, with a reason, before removing the folder, and its warning named
- *     the path too (SPEC 6.2). A conflict counts only if it is real: the store must not hold,
- *     at that path, content only the engine itself ever sent there (its own earlier push taken
- *     for a remote edit would overwrite the agent's later write in the store's name);
+ *     the path too (SPEC 6.2). A conflict counts only if it is real (every reported one is
+ *     judged): the other writer wrote that path since the last pass that ended with it in sync,
+ *     and the store does not hold there content only the engine itself ever sent (its own
+ *     earlier push taken for a remote edit would overwrite the agent's later write in the
+ *     store's name); with conflictCopies, a loser a pull replaced is in a conflict copy;
  *  I3 nothing outside the mounts read or written (checked by the Case: canary, uploads, paths);
  *  I4 the marker and temp files never uploaded; an upload holds only content the folder held
  *     at that memory's path (or at a path the memory had before the store renamed it);
@@ -38,9 +40,13 @@ import { blockedEntries, describeTreeDiff, hasEntries, markerIntact, memoryFiles
  *  I9 a memory is renamed (an update of its path) only with a precondition, never onto the
  *     marker or a temp file's name, and only to a path where the folder held the content the
  *     memory holds: the store follows the agent's rename, it never invents one;
+ *  I10 a file is deleted locally only where its memory really left that path in the store
+ *     (deleted, renamed away, or answered not_found) since its last sync: an absence from one
+ *     listing is no deletion (SPEC 6.6);
+ *  I11 with deletions log_only or disabled, no update moves a memory's path (SPEC 6.6);
  *  T1 (checked by the Case, on the wall clock) reconcile and materialize return within
  *     `syncTimeout` + 1.5 s, finalize and recover within `finalSyncTimeout` + 2 s, whatever the
- *     store does;
+ *     store does; a bound met is a legal outcome, judged by the other invariants;
  *  R1 after finalize, stateDir holds a state record for exactly the folders left in place;
  *  R2 after a crash (SIGKILL, between steps or at a request of a pass), `MemoryMounter.recover`:
  *     sends no delete and nothing to a read-only store; removes a folder only when every agent
@@ -67,6 +73,8 @@ export interface OracleSettings {
   syncIntervalMs: number;
   /** Text only the canary files outside the mounts hold. */
   canaryText: string;
+  /** The mounter writes the loser of each conflict beside the file (`conflictCopies: true`). */
+  conflictCopies?: boolean;
 }
 
 /** What the oracle may look at in the world. */
@@ -104,6 +112,17 @@ export class StoreModel {
   readonly remoteAuthored = new Map<string, Set<string>>();
   /** path -> every sha the engine sent to that path (create or update). */
   readonly enginePushed = new Map<string, Set<string>>();
+  /**
+   * Paths the other writer wrote (content changed, a memory arrived or left) since the
+   * last pass that ended with the path in sync: a conflict anywhere else is a false one (I2).
+   */
+  readonly remoteWroteSinceSync = new Set<string>();
+  /**
+   * Paths whose memory left them (the other writer deleted or renamed it away, or the store
+   * answered `not_found` for it) since the last pass that ended with the path in sync: a local
+   * deletion anywhere else was not corroborated by the store (I10).
+   */
+  readonly remoteRemovedSinceSync = new Set<string>();
   /**
    * path of an agent write -> the path of the memory the engine sent it to when that memory had
    * been renamed in the store (the edit follows the memory): the write is saved once it is there.
@@ -184,6 +203,8 @@ export class Oracle {
       for (const [path, sha] of files) store.see(path, sha);
       store.syncedShas = new Map([...files].filter(([path, sha]) => remote.get(path) === sha));
       store.syncedAtLastPass = new Set(store.syncedShas.keys());
+      store.remoteWroteSinceSync.clear();
+      store.remoteRemovedSinceSync.clear();
     }
   }
 
@@ -228,7 +249,23 @@ export class Oracle {
   /** Records what the other writer changed in a store (from snapshots around its action). */
   noteRemoteChange(key: StoreKey, before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): void {
     const store = this.store(key);
-    for (const [path, sha] of after) if (before.get(path) !== sha) addTo(store.remoteAuthored, path, sha);
+    for (const [path, sha] of after) {
+      if (before.get(path) === sha) continue;
+      addTo(store.remoteAuthored, path, sha);
+      store.remoteWroteSinceSync.add(path);
+    }
+    for (const path of before.keys()) {
+      if (after.has(path)) continue;
+      store.remoteRemovedSinceSync.add(path);
+      // A memory renamed away (and edited) is a change at its old path too: a push-only flush
+      // names the conflict there.
+      store.remoteWroteSinceSync.add(path);
+    }
+  }
+
+  /** The store said the memory at `path` is gone (a spurious `not_found`): its word corroborates an absence. */
+  noteRemoteAbsence(key: StoreKey, path: string): void {
+    this.store(key).remoteRemovedSinceSync.add(path);
   }
 
   // --- Requests, judged as they are sent ------------------------------------------------------
@@ -283,6 +320,10 @@ export class Oracle {
     if (to === `/${MARKER_FILE}` || isTempFileName(to.split('/').at(-1) ?? '')) this.violate(`${where}: the marker or a temp file's name`);
     if (request.content !== undefined) this.violate(`${where} carries content too`);
     if (request.expectedSha === undefined) return this.violate(`${where} without expected_content_sha256`);
+    // SPEC 6.6: with deletions log_only or disabled a local move creates the memory at its new
+    // path and leaves the old one; no path leaves the store because of the agent. (Not judged in
+    // recover: it is not given the session's deletion mode.)
+    if (this.settings.deletionMode !== 'enabled' && this.#phase !== 'recover') this.violate(`I11: ${where} with memory_sync_deletions=${this.settings.deletionMode}: the old path leaves the store`);
     if (!store.seen.get(to)?.has(request.expectedSha)) this.violate(`${where}: the folder never held the memory's content at the new path`);
   }
 
@@ -398,6 +439,8 @@ export class Oracle {
       const flush = report.flush.stores.find((s) => s.memoryStoreId === spec.id);
       const atScan = this.#atScan.get(spec.key)!;
       this.settlePass(store, sync ?? flush, trees.get(spec.key)!, { finalize: true });
+      // The flush after a final sync: its conflicts must be real too.
+      if (sync) for (const path of flush?.conflicts ?? []) if (!sync.conflicts.includes(path)) this.realConflict(store, path);
       const left = report.leftInPlace.find((l) => l.path === spec.root);
       if (this.view.kindOf(spec.root) !== null) {
         if (!left) this.violate(`finalize: ${spec.root} neither removed nor reported left in place`);
@@ -469,9 +512,27 @@ export class Oracle {
       store.see(to, write.sha);
     }
     // Store wins: a conflict reported by a pass that began after the write accounts for it.
+    // Every conflict must be real, whether or not the model knows of a write there.
+    const copies = new Set(conflictCopies(after).values());
     for (const path of r.conflicts) {
+      const real = this.realConflict(store, path);
       const write = store.pending.get(path);
-      if (write && write.seq <= this.#passStartSeq && this.realConflict(store, path)) store.pending.delete(path);
+      if (!write || write.seq > this.#passStartSeq || !real) continue;
+      store.pending.delete(path);
+      // With conflictCopies, a loser the pull replaced is beside the file (SPEC 6.6: a conflict
+      // whose loser cannot be copied is not resolved that pass). A folder finalize removed takes
+      // its copies with it; a push-only flush replaces nothing.
+      const replaced = memoryFiles(after).get(path) !== write.sha && this.view.kindOf(spec.root) !== null;
+      if (this.settings.conflictCopies && replaced && !copies.has(write.sha)) {
+        this.violate(`I2: the conflict at ${path} in ${spec.id} replaced the agent's write, and no conflict copy holds it (conflictCopies is on)`);
+      }
+    }
+    // I10: a local deletion only where the store's absence is corroborated (SPEC 6.6): the memory
+    // really left that path (deleted, renamed away, or the store said not_found) since its last sync.
+    for (const path of r.deletedLocal) {
+      if (!store.remoteRemovedSinceSync.has(path)) {
+        this.violate(`I10: ${path} in ${spec.id} was deleted locally, though its memory never left that path in the store (an absence not corroborated)`);
+      }
     }
     if (r.status === 'synced' || r.status === 'redownloaded') {
       // In sync and so in the baseline, except a write whose outcome the engine does not know
@@ -480,6 +541,10 @@ export class Oracle {
       const unsure = new Set(r.errors.map((e) => e.path));
       store.syncedShas = new Map([...memoryFiles(after)].filter(([path, sha]) => remote.get(path) === sha && !unsure.has(path)));
       store.syncedAtLastPass = new Set(store.syncedShas.keys());
+      for (const path of store.syncedShas.keys()) {
+        store.remoteWroteSinceSync.delete(path);
+        store.remoteRemovedSinceSync.delete(path);
+      }
     }
   }
 
@@ -505,6 +570,7 @@ export class Oracle {
       }
       if (entry.memoryStoreId !== spec.id) this.violate(`${where}: reported as store ${entry.memoryStoreId}`);
       this.settleSaved(store);
+      for (const path of entry.conflicts) if (!store.pending.has(path)) this.realConflict(store, path);
       if (entry.outcome === 'left') {
         const code = entry.left?.code;
         const after = trees.get(spec.key)!;
@@ -572,7 +638,7 @@ export class Oracle {
       for (const [path, write] of store.pending) {
         const sha = files.get(path);
         if (write.seq > this.#passStartSeq || sha === undefined || sha === write.sha) continue;
-        if (remote.get(path) === sha && store.remoteAuthored.get(path)?.has(sha)) {
+        if (remote.get(path) === sha && store.remoteAuthored.get(path)?.has(sha) && store.remoteWroteSinceSync.has(path)) {
           store.pending.delete(path);
           settled++;
         }
@@ -616,11 +682,16 @@ export class Oracle {
   }
 
   /**
-   * Whether a conflict reported at `path` may account for a pending agent write: the store's
+   * Whether a conflict reported at `path` may account for a pending agent write: the other
+   * writer must have written that path since the engine's last sync of it, and the store's
    * version there must not be one only the engine itself ever sent (SPEC 4.2: store wins when
    * *both* changed). A false one is reported as I2.
    */
   private realConflict(store: StoreModel, path: string): boolean {
+    if (!store.remoteWroteSinceSync.has(path)) {
+      this.violate(`I2: a conflict at ${path} in ${store.spec.id}, where no other writer wrote since the engine's last sync of it (a false conflict)`);
+      return false;
+    }
     const remote = this.view.storeShas(store.spec.id).get(path);
     if (remote === undefined || !store.enginePushed.get(path)?.has(remote) || store.remoteAuthored.get(path)?.has(remote)) return true;
     this.violate(

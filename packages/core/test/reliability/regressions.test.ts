@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AgentDelete,
   AgentLinkOutside,
@@ -11,6 +11,10 @@ import {
   AgentRenameFile,
   AgentWrite,
   AdvanceClock,
+  ConflictCopyFails,
+  LoseAnswer,
+  SkipInListing,
+  Unreadable,
   DamageMarker,
   FailAfterApply,
   FailNext,
@@ -26,11 +30,14 @@ import {
   RemoteRenameDir,
   RemoteWrite,
   RedactVersion,
+  SetLatency,
   StallNext,
   WipeFolder,
   type Step,
 } from './commands.js';
+import { coverage, resetCoverage } from './coverage.js';
 import { FUZZ_DISKS, randomCases, runCase } from './run-case.js';
+import type { StoreClient } from '@memory-mounter/core';
 import type { Scenario } from './world.js';
 
 /**
@@ -548,6 +555,38 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
     );
   }
 
+  // B19, FUZZ_SEED=854745903 case 7,571 (issue 18; replay path 7570, node disk, shrunk). The
+  // feed lags, so the pass does not see the other writer's rename of /d/c.md onto /a.md: the
+  // agent's new /a.md meets path_conflict, and its edit of /d/c.md goes to the memory by id and
+  // lands at /a.md. The next listing shows the memory at /a.md holding the engine's own push, and
+  // the rows took it for the store's side of a conflict: pulled over the agent's /a.md (I2, a
+  // false conflict). Fixed: a rename that brought no content never wins over a new local file;
+  // both files are kept and pushed (renames.ts, `ontoNewFile`).
+  // The unshrunk case also has the other writer copy the local /d/c.md to the store after its rename.
+  for (const [disk, copy] of [['memfs', false], ['node', false], ['memfs', true]] as const) {
+    it(
+      `B19 (${disk}${copy ? ', /d/c.md copied back by the other writer' : ''}): a remote rename onto the agent's new file while the feed lags: the agent's file is pushed, not replaced by the engine's own push`,
+      replay(
+        {
+          disk,
+          requestTimeoutSeconds: 0.05,
+          syncTimeoutSeconds: 0.5,
+          finalSyncTimeoutSeconds: 1,
+          feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 2, fullListingInterval: 30 },
+        },
+        [
+          new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+          new RemoteWrite('rw', '/d/c.md'),
+          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+          new AgentEdit('rw', '/d/c.md'),
+          new RemoteRename('rw', '/d/c.md', '/a.md'),
+          ...(copy ? [new RemoteCopyLocal('rw', '/d/c.md')] : []),
+          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        ],
+      ),
+    );
+  }
+
   // Seed 20261211 (a model error): the fake forgets the path of a redacted version, so the oracle
   // did not know the memory the flush updated by id had been at the path the edit was made.
   it(
@@ -573,6 +612,186 @@ describe('regressions: engine bugs the fuzz found while the feed was added (issu
       new OutageFor(1),
       new Finalize('completed'),
     ]),
+  );
+});
+
+// Issue 18: a time bound met is a legal outcome whose invariants are checked, never a failure by
+// itself (a loaded host meets the small bounds of the random cases). A syncTimeout of 1 ms
+// stands for a host far slower than any: every download is cut off (all or nothing: nothing may
+// be left behind) until the worker gets a bound a loaded host can meet; every pass is cut off
+// (its invariants checked as it ends); the quiescent passes are too, so convergence is not asked.
+/** Every store call of the engine answers `ms` late (real time) while `on()` says so. */
+const slowHost = (ms: number, on: () => boolean = () => true) => (client: StoreClient): StoreClient => {
+  const late = () => new Promise((resolve) => setTimeout(resolve, on() ? ms : 0));
+  return new Proxy(client, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key === 'list') {
+        return async function* (...args: unknown[]) {
+          await late();
+          yield* (value as (...a: unknown[]) => AsyncIterable<unknown>).apply(target, args);
+        };
+      }
+      return async (...args: unknown[]) => {
+        await late();
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+};
+
+/** The host gets loaded from this step on (see slowHost). */
+class HostLoaded implements Step {
+  constructor(readonly load: { on: boolean }) {}
+  check() {
+    return true;
+  }
+  async run() {
+    this.load.on = true;
+  }
+  toString() {
+    return 'host.loaded()';
+  }
+}
+
+describe('time bounds met are legal outcomes', () => {
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`every download cut off by its bound (${disk}): checked, not failed`, async () => {
+      resetCoverage();
+      const scenario: Scenario = { ...base, disk, requestTimeoutSeconds: 0.2, syncTimeoutSeconds: 0.001, finalSyncTimeoutSeconds: 1, seedRw: ['/a.md', '/b.md'] };
+      const steps = [new AgentWrite('rw', '/a.md'), new Reconcile(true), new RemoteWrite('rw', '/g/h.md'), new Reconcile(true)];
+      // Each call 5 ms late: no download fits in 1 ms; the third worker gets a bound that fits.
+      await runCase(scenario, steps, { client: slowHost(5) });
+      expect(coverage.materializeBoundsHit).toBe(2);
+    });
+    it(`every pass, the quiescent ones too, cut off by its bound (${disk}): checked, convergence not asked`, async () => {
+      resetCoverage();
+      const load = { on: false };
+      const scenario: Scenario = { ...base, disk, requestTimeoutSeconds: 0.2, syncTimeoutSeconds: 0.02, finalSyncTimeoutSeconds: 1, seedRw: ['/a.md', '/b.md'] };
+      const steps = [new HostLoaded(load), new AgentWrite('rw', '/a.md'), new Reconcile(true), new RemoteWrite('rw', '/g/h.md'), new Reconcile(true)];
+      // Each call 30 ms late once loaded: no pass fits in its 20 ms; finalize's 1 s does.
+      await runCase(scenario, steps, { client: slowHost(30, () => load.on) });
+      expect(coverage.passesCutOff).toBeGreaterThanOrEqual(4);
+      expect(coverage.convergenceChecksCutOff).toBe(1);
+    });
+  }
+});
+
+/**
+ * Issue 18's faults found these on a branch without the engine fixes being built beside it (each
+ * is `it.fails` with the violation it shows: once the fix is merged it turns red, and becomes a
+ * plain `it`). Shrunk by fast-check from the CI slice's seeds (20260501 real disk, 20260502 memfs)
+ * or the seed named.
+ */
+describe("regressions: engine bugs issue 18's faults find (fixed on the other issue-18 branches)", () => {
+  const bounds = { requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 } as const;
+
+  // Problem 1 (wip-retry). The update's answer is lost after it applied; the bounded client
+  // retries, and the strict service answers precondition_failed (the memory holds our write).
+  // The push is dropped as if the store had moved, so the next pass takes our own write for a
+  // remote edit, and the agent's next write loses a false conflict (I2).
+  for (const disk of ['memfs', 'node'] as const) {
+    it.fails(
+      `a guarded update whose answer was lost, retried into precondition_failed (${disk}): the agent's next write is lost to a false conflict`,
+      failsWith(
+        /I2: a conflict at \/a\.md in memstore_rw, where no other writer wrote/,
+        replay({ disk, ...bounds, seedRw: ['/a.md'] }, [
+          new AgentWrite('rw', '/a.md'),
+          new LoseAnswer('update'),
+          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md' }),
+          new AgentWrite('rw', '/a.md', 'binary'),
+        ]),
+      ),
+    );
+  }
+
+  // The same at finalize (seed 854745903, 300 runs): the final sync takes our own write for the
+  // store's side of a conflict with the agent's next (unpushable) write, and finalize removes the
+  // folder naming it only as that false conflict (I2).
+  it.fails(
+    'a guarded update whose answer was lost, retried into precondition_failed: finalize removes the next write behind a false conflict',
+    failsWith(
+      /I2: a conflict at \/d\/e\/f\.md in memstore_rw, where no other writer wrote/,
+      replay({ disk: 'node', ...bounds, seedRw: ['/d/e/f.md'] }, [
+        new LoseAnswer('update'),
+        new AgentWrite('rw', '/d/e/f.md'),
+        new Reconcile(true),
+        new AgentWrite('rw', '/d/e/f.md', 'oversize'),
+        new Finalize('completed'),
+      ]),
+    ),
+  );
+
+  // Problem 2 (wip-absence). A full listing skips /bulk/n00.md while the other writer writes
+  // /a.md; the pass deletes the file locally on that one listing's word (I10).
+  for (const disk of ['memfs', 'node'] as const) {
+    it.fails(
+      `a memory missing from one paged listing (${disk}): its file is deleted locally without corroboration`,
+      failsWith(
+        /I10: \/bulk\/n00\.md in memstore_rw was deleted locally/,
+        replay({ disk, ...bounds, bulk: true }, [new SkipInListing('rw', 0, '/a.md'), new Reconcile(true)]),
+      ),
+    );
+  }
+
+  // Item 6 (wip-unreadable). With memory_sync_deletions disabled, the agent's move of /d is sent
+  // as renames of its memories: /d/c.md leaves the store because of the agent (I11).
+  it.fails(
+    'deletions disabled: a local folder move is sent as a rename, and the old path leaves the store',
+    failsWith(
+      /I11: I9: rename of \/d\/c\.md to \/bulk\/c\.md/,
+      replay({ disk: 'memfs', ...bounds, deletionMode: 'disabled', seedRw: ['/d/c.md'] }, [new AgentRenameDir('rw', '/d', '/bulk'), new Reconcile(true)]),
+    ),
+  );
+
+  // Problem 3 (wip-unreadable), seed 854745903 (300 runs, the other issue-18 faults off). The
+  // worker dies with the agent's /a.md unpushed; recover's scan cannot open it (EACCES), and
+  // recover removes the folder without naming the write (R2).
+  for (const disk of ['memfs', 'node'] as const) {
+    it.fails(
+      `a file recover cannot open (${disk}): the folder is removed and the write not named`,
+      failsWith(
+        /R2: recover, .*: removed with the agent's write to \/a\.md neither in the store nor named/,
+        replay({ disk, ...bounds }, [
+          new AgentWrite('rw', '/a.md'),
+          new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+          new Unreadable('rw', '/a.md', 'EACCES', 1),
+          new Recover(),
+        ]),
+      ),
+    );
+  }
+
+  // Problem 4 (wip-loser). conflictCopies on; both sides change /a.md, the store wins, and the
+  // copy of the agent's write fails (ENOSPC): the pull goes on and the loser is gone (I2).
+  for (const disk of ['memfs', 'node'] as const) {
+    it.fails(
+      `a conflict copy that fails (${disk}): the pull replaces the agent's write all the same`,
+      failsWith(
+        /I2: the conflict at \/a\.md in memstore_rw replaced the agent's write, and no conflict copy holds it/,
+        replay({ disk, ...bounds, conflictCopies: true, seedRw: ['/a.md'] }, [
+          new ConflictCopyFails(1),
+          new AgentWrite('rw', '/a.md'),
+          new RemoteWrite('rw', '/a.md'),
+          new Reconcile(true),
+        ]),
+      ),
+    );
+  }
+
+  // Problem 4 (wip-loser). conflictCopies on; the agent's new /d/c.md is over the size limit and
+  // the other writer creates /d/c.md during the listing: store wins, the loser is never read (too
+  // large), so no copy is written, and the pull replaces it all the same (I2).
+  it.fails(
+    'conflictCopies: a loser too large to read gets no copy, and the pull replaces it anyway',
+    failsWith(
+      /I2: the conflict at \/d\/c\.md in memstore_rw replaced the agent's write, and no conflict copy holds it/,
+      replay({ disk: 'node', ...bounds, conflictCopies: true }, [
+        new AgentWrite('rw', '/d/c.md', 'oversize'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md', who: 'remote' }),
+      ]),
+    ),
   );
 });
 

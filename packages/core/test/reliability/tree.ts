@@ -1,18 +1,25 @@
 import { posix } from 'node:path';
-import { isTempFileName, MARKER_FILE } from '@memory-mounter/core';
+import { isConflictCopyName, isUnsyncedName, MARKER_FILE } from '@memory-mounter/core';
 import type { InMemoryStoreClient } from '@memory-mounter/testing';
 import { sha256, type Tree } from './host-disk.js';
 
 /** Readings of a store folder's tree and of a store, in the terms the invariants use. */
 
-/** The memory files of a store folder: regular files but the marker and atomic-write temp files. */
+/** The memory files of a store folder: regular files but the marker, atomic-write temp files and conflict copies. */
 export function memoryFiles(tree: Tree): Map<string, string> {
   const files = new Map<string, string>();
   for (const [path, entry] of tree) {
-    if (entry.kind !== 'file' || path === `/${MARKER_FILE}` || isTempFileName(posix.basename(path))) continue;
+    if (entry.kind !== 'file' || path === `/${MARKER_FILE}` || isUnsyncedName(posix.basename(path))) continue;
     files.set(path, entry.sha!);
   }
   return files;
+}
+
+/** path -> sha of every conflict copy in a store folder (`conflictCopies`: the losers of conflicts, never synced). */
+export function conflictCopies(tree: Tree): Map<string, string> {
+  const copies = new Map<string, string>();
+  for (const [path, entry] of tree) if (entry.kind === 'file' && isConflictCopyName(posix.basename(path))) copies.set(path, entry.sha!);
+  return copies;
 }
 
 /** Entries the engine must leave alone: symlinks, FIFOs, sockets. */

@@ -181,6 +181,11 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
     const kept = await handOverLoser(io, path, sha, now.sha, now.bytes);
     if (kept) return kept;
   }
+  // A loser the engine may not read (over the size limit, hard-linked) cannot be handed over nor
+  // copied: it is kept, and the conflict waits until the file is one that can be (SPEC 6.6).
+  if (action.reason === 'conflict' && now.kind === 'file' && !now.bytes && io.events) {
+    return skipped('conflict_loser_unread', `the local file is not read (${now.unpushable?.detail ?? 'not readable'}), so it cannot be handed over; it is kept and the store version not pulled`);
+  }
   // Where nothing was, nothing may appear between the check and the write: a file the agent
   // made meanwhile is refused (`taken`), never written over.
   await io.folder.write(path, bytes, {

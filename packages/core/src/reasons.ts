@@ -92,6 +92,11 @@ export type PathReasonCode =
    * written: the local file is kept and nothing is pulled this pass (SPEC 6.6).
    */
   | 'conflict_copy_failed'
+  /**
+   * A conflict the store wins, but the local loser is a file the engine never reads (over the
+   * size limit, or hard-linked): it cannot be handed over, so it is kept and nothing is pulled.
+   */
+  | 'conflict_loser_unread'
   /** A time bound ran out before the action was sent. */
   | 'time_bound'
   /** The push was sent and failed (`detail` has the StoreError kind). */

@@ -115,13 +115,16 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
       } else if (result.code === 'remote_too_large') {
         // A lasting condition: warned once per path and size, not every pass.
         warnOnce(`skip:${result.code}:${path}:${result.detail}`, { level: 'warn', message: 'remote memory over the size limit; not written to disk', fields: { path, detail: result.detail } });
-      } else if (result.code === 'conflict_copy_failed') {
+      } else if (result.code === 'conflict_copy_failed' || result.code === 'conflict_loser_unread') {
         // Lasting while the disk refuses the copy (full, read-only): warned once per path and
         // local content; every pass tries again, and the report names it each time.
         const local = action.type === 'pull' ? action.expectLocal : null;
         warnOnce(`skip:${result.code}:${path}:${local}`, {
           level: 'warn',
-          message: 'conflict not resolved: the conflict copy could not be written, so the local file is kept and the store version not pulled',
+          message:
+            result.code === 'conflict_copy_failed'
+              ? 'conflict not resolved: the conflict copy could not be written, so the local file is kept and the store version not pulled'
+              : 'conflict not resolved: the local file is not read (too large, or hard-linked), so it cannot be handed over; it is kept and the store version not pulled',
           fields: { path, detail: result.detail },
         });
       } else {

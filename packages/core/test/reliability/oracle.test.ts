@@ -58,12 +58,17 @@ describe('the oracle catches a planted defect', () => {
   });
 
   it('I10: a client whose listings always leave one memory out gets its file deleted locally, uncorroborated', async () => {
-    // Every listing (so a second one too) hides /b.md; no other writer ever removed it.
+    // Every listing (so a second one too) hides /b.md, and a get of it answers not_found (the
+    // engine asks before it deletes on one listing's word); no other writer ever removed it.
     const hideB = (client: StoreClient): StoreClient => ({
       list: async function* (...args) {
         for await (const memory of client.list(...args)) if (memory.path !== '/b.md') yield memory;
       },
-      get: (...args) => client.get(...args),
+      get: async (...args) => {
+        const memory = await client.get(...args);
+        if (memory.path === '/b.md') throw new StoreError('not_found', 'planted: /b.md denied', { status: 404 });
+        return memory;
+      },
       create: (...args) => client.create(...args),
       delete: (...args) => client.delete(...args),
       update: (...args) => client.update(...args),

@@ -731,6 +731,7 @@ export class Oracle {
       const blocked = blockedEntries(tree);
       const refused = new Set(r.refused.map((x) => x.path));
       const skipped = new Set(r.skippedPaths.map((x) => x.path));
+      const heldConflicts = new Set(r.skippedPaths.filter((x) => x.code === 'conflict_loser_unread').map((x) => x.path));
       const pendingDeletion = new Set(r.pendingDeletions);
       for (const path of new Set([...local.keys(), ...remote.keys()])) {
         if (local.get(path) === remote.get(path)) continue;
@@ -740,6 +741,9 @@ export class Oracle {
           continue;
         }
         if (local.has(path) && refused.has(path)) continue;
+        // A conflict held open because its loser is a file never read (too large, hard-linked):
+        // the file is kept and named, not pulled over (SPEC 6.6), so it never converges.
+        if (local.has(path) && remote.has(path) && heldConflicts.has(path)) continue;
         if (spec.access === 'read_write' && !local.has(path) && pendingDeletion.has(path)) continue;
         if (!local.has(path) && skipped.has(path)) continue; // a remote path no mount may hold
         if (spec.access === 'read_only' && !local.has(path) && store.agentDeleted.has(path)) continue;

@@ -679,12 +679,11 @@ describe('time bounds met are legal outcomes', () => {
 });
 
 /**
- * Issue 18's faults found these on a branch without the engine fixes being built beside it (each
- * is `it.fails` with the violation it shows: once the fix is merged it turns red, and becomes a
- * plain `it`). Shrunk by fast-check from the CI slice's seeds (20260501 real disk, 20260502 memfs)
+ * Issue 18's faults found these on a branch without the engine fixes being built beside it; each
+ * failed there with the violation its title names in parentheses, and holds with the fixes. Shrunk by fast-check from the CI slice's seeds (20260501 real disk, 20260502 memfs)
  * or the seed named.
  */
-describe("regressions: engine bugs issue 18's faults find (fixed on the other issue-18 branches)", () => {
+describe("regressions: engine bugs issue 18's faults found", () => {
   const bounds = { requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 } as const;
 
   // Problem 1 (wip-retry). The update's answer is lost after it applied; the bounded client
@@ -692,107 +691,88 @@ describe("regressions: engine bugs issue 18's faults find (fixed on the other is
   // The push is dropped as if the store had moved, so the next pass takes our own write for a
   // remote edit, and the agent's next write loses a false conflict (I2).
   for (const disk of ['memfs', 'node'] as const) {
-    it.fails(
-      `a guarded update whose answer was lost, retried into precondition_failed (${disk}): the agent's next write is lost to a false conflict`,
-      failsWith(
-        /I2: a conflict at \/a\.md in memstore_rw, where no other writer wrote/,
-        replay({ disk, ...bounds, seedRw: ['/a.md'] }, [
-          new AgentWrite('rw', '/a.md'),
-          new LoseAnswer('update'),
-          new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md' }),
-          new AgentWrite('rw', '/a.md', 'binary'),
-        ]),
-      ),
+    it(
+      `a guarded update whose answer was lost, retried into precondition_failed (${disk}): the agent's next write is pushed (it was lost to a false conflict)`,
+      replay({ disk, ...bounds, seedRw: ['/a.md'] }, [
+        new AgentWrite('rw', '/a.md'),
+        new LoseAnswer('update'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md' }),
+        new AgentWrite('rw', '/a.md', 'binary'),
+      ]),
     );
   }
 
   // The same at finalize (seed 854745903, 300 runs): the final sync takes our own write for the
   // store's side of a conflict with the agent's next (unpushable) write, and finalize removes the
   // folder naming it only as that false conflict (I2).
-  it.fails(
-    'a guarded update whose answer was lost, retried into precondition_failed: finalize removes the next write behind a false conflict',
-    failsWith(
-      /I2: a conflict at \/d\/e\/f\.md in memstore_rw, where no other writer wrote/,
-      replay({ disk: 'node', ...bounds, seedRw: ['/d/e/f.md'] }, [
-        new LoseAnswer('update'),
-        new AgentWrite('rw', '/d/e/f.md'),
-        new Reconcile(true),
-        new AgentWrite('rw', '/d/e/f.md', 'oversize'),
-        new Finalize('completed'),
-      ]),
-    ),
+  it(
+    'a guarded update whose answer was lost, retried into precondition_failed: finalize pushes the next write (it removed it behind a false conflict)',
+    replay({ disk: 'node', ...bounds, seedRw: ['/d/e/f.md'] }, [
+      new LoseAnswer('update'),
+      new AgentWrite('rw', '/d/e/f.md'),
+      new Reconcile(true),
+      new AgentWrite('rw', '/d/e/f.md', 'oversize'),
+      new Finalize('completed'),
+    ]),
   );
 
   // Problem 2 (wip-absence). A full listing skips /bulk/n00.md while the other writer writes
   // /a.md; the pass deletes the file locally on that one listing's word (I10).
   for (const disk of ['memfs', 'node'] as const) {
-    it.fails(
-      `a memory missing from one paged listing (${disk}): its file is deleted locally without corroboration`,
-      failsWith(
-        /I10: \/bulk\/n00\.md in memstore_rw was deleted locally/,
-        replay({ disk, ...bounds, bulk: true }, [new SkipInListing('rw', 0, '/a.md'), new Reconcile(true)]),
-      ),
+    it(
+      `a memory missing from one paged listing (${disk}): its file is kept until the absence is corroborated (it was deleted on that listing's word)`,
+      replay({ disk, ...bounds, bulk: true }, [new SkipInListing('rw', 0, '/a.md'), new Reconcile(true)]),
     );
   }
 
   // Item 6 (wip-unreadable). With memory_sync_deletions disabled, the agent's move of /d is sent
   // as renames of its memories: /d/c.md leaves the store because of the agent (I11).
-  it.fails(
-    'deletions disabled: a local folder move is sent as a rename, and the old path leaves the store',
-    failsWith(
-      /I11: I9: rename of \/d\/c\.md to \/bulk\/c\.md/,
-      replay({ disk: 'memfs', ...bounds, deletionMode: 'disabled', seedRw: ['/d/c.md'] }, [new AgentRenameDir('rw', '/d', '/bulk'), new Reconcile(true)]),
-    ),
+  it(
+    'deletions disabled: a local folder move creates the new paths and the old ones stay in the store (they were renamed away)',
+    replay({ disk: 'memfs', ...bounds, deletionMode: 'disabled', seedRw: ['/d/c.md'] }, [new AgentRenameDir('rw', '/d', '/bulk'), new Reconcile(true)]),
   );
 
   // Problem 3 (wip-unreadable), seed 854745903 (300 runs, the other issue-18 faults off). The
   // worker dies with the agent's /a.md unpushed; recover's scan cannot open it (EACCES), and
   // recover removes the folder without naming the write (R2).
   for (const disk of ['memfs', 'node'] as const) {
-    it.fails(
-      `a file recover cannot open (${disk}): the folder is removed and the write not named`,
-      failsWith(
-        /R2: recover, .*: removed with the agent's write to \/a\.md neither in the store nor named/,
-        replay({ disk, ...bounds }, [
-          new AgentWrite('rw', '/a.md'),
-          new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
-          new Unreadable('rw', '/a.md', 'EACCES', 1),
-          new Recover(),
-        ]),
-      ),
+    it(
+      `a file recover cannot open (${disk}): the write is named and the folder kept (it was removed unnamed)`,
+      replay({ disk, ...bounds }, [
+        new AgentWrite('rw', '/a.md'),
+        new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+        new Unreadable('rw', '/a.md', 'EACCES', 1),
+        new Recover(),
+      ]),
     );
   }
 
   // Problem 4 (wip-loser). conflictCopies on; both sides change /a.md, the store wins, and the
   // copy of the agent's write fails (ENOSPC): the pull goes on and the loser is gone (I2).
   for (const disk of ['memfs', 'node'] as const) {
-    it.fails(
-      `a conflict copy that fails (${disk}): the pull replaces the agent's write all the same`,
-      failsWith(
-        /I2: the conflict at \/a\.md in memstore_rw replaced the agent's write, and no conflict copy holds it/,
-        replay({ disk, ...bounds, conflictCopies: true, seedRw: ['/a.md'] }, [
-          new ConflictCopyFails(1),
-          new AgentWrite('rw', '/a.md'),
-          new RemoteWrite('rw', '/a.md'),
-          new Reconcile(true),
-        ]),
-      ),
+    it(
+      `a conflict copy that fails (${disk}): the agent's write is kept, not pulled over (it was replaced all the same)`,
+      replay({ disk, ...bounds, conflictCopies: true, seedRw: ['/a.md'] }, [
+        new ConflictCopyFails(1),
+        new AgentWrite('rw', '/a.md'),
+        new RemoteWrite('rw', '/a.md'),
+        new Reconcile(true),
+      ]),
     );
   }
 
   // Problem 4 (wip-loser). conflictCopies on; the agent's new /d/c.md is over the size limit and
   // the other writer creates /d/c.md during the listing: store wins, the loser is never read (too
   // large), so no copy is written, and the pull replaces it all the same (I2).
-  it.fails(
-    'conflictCopies: a loser too large to read gets no copy, and the pull replaces it anyway',
-    failsWith(
-      /I2: the conflict at \/d\/c\.md in memstore_rw replaced the agent's write, and no conflict copy holds it/,
-      replay({ disk: 'node', ...bounds, conflictCopies: true }, [
-        new AgentWrite('rw', '/d/c.md', 'oversize'),
-        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md', who: 'remote' }),
-      ]),
-    ),
+  for (const disk of ['memfs', 'node'] as const) {
+  it(
+    `conflictCopies: a loser too large to read is kept, not pulled over (it got no copy and was replaced) (${disk})`,
+    replay({ disk, ...bounds, conflictCopies: true }, [
+      new AgentWrite('rw', '/d/c.md', 'oversize'),
+      new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md', who: 'remote' }),
+    ]),
   );
+  }
 });
 
 /**

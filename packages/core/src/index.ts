@@ -3,7 +3,7 @@
 export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
-export { debugLogger } from './logger.js';
+export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './logger.js';
 export { MounterEventEmitter, conflictCopyPath } from './events.js';
 export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent } from './events.js';
 export type { StoreStatus } from './status.js';

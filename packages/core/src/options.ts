@@ -13,7 +13,7 @@ import {
   DEFAULT_SYNC_TIMEOUT_S,
   MOUNT_PREFIX,
 } from './limits.js';
-import { debugLogger } from './logger.js';
+import { asLogger, debugLogger } from './logger.js';
 import type { StoreClient } from './store-client.js';
 import type { DeletionMode, Logger, MemoryMounterOptions } from './types.js';
 
@@ -91,7 +91,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     fullListingEvery: count(options.fullListingEvery, DEFAULT_FULL_LISTING_EVERY, 'fullListingEvery'),
     fullListingIntervalMs: seconds(options.fullListingInterval, DEFAULT_FULL_LISTING_INTERVAL_S, 'fullListingInterval', false) * 1000,
     now: options.now ?? Date.now,
-    logger: logger ?? debugLogger(),
+    logger: logger === undefined ? debugLogger() : asLogger(logger),
   };
 }
 

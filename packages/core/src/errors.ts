@@ -10,6 +10,8 @@ export class MemoryConfigError extends Error {
     message: string,
     /** The option at fault. */
     readonly option?: string,
+    /** For an unknown option: the valid name closest to it (`memorySyncDeletions` for `memorySyncDeletion`). */
+    readonly suggestion?: string,
   ) {
     super(message);
   }

@@ -48,8 +48,19 @@ export interface MemoryMounterOptions {
    * `memorySyncIntervalMs` is in ms). Default 15.
    */
   memory_sync_interval?: number;
+  /**
+   * The SDK's name for the sync interval, in **milliseconds**: `memorySyncIntervalMs: 15000` is
+   * `memory_sync_interval: 15`. A finite number > 0 and at most 3,600,000. Give one of the two;
+   * both given and different is a MemoryConfigError.
+   */
+  memorySyncIntervalMs?: number;
   /** What a local deletion does to the store: `enabled`, `log_only` or `disabled` (no unit). Default `enabled`. */
   memory_sync_deletions?: DeletionMode;
+  /**
+   * The SDK's name for `memory_sync_deletions`, same values. Give one of the two; both given and
+   * different is a MemoryConfigError.
+   */
+  memorySyncDeletions?: DeletionMode;
   /** **Seconds** a file must stay missing before its remote delete is sent. A finite number >= 0. Default 30. */
   deleteGracePeriod?: number;
   /**

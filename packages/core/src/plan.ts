@@ -413,7 +413,7 @@ export function planStore(input: PlanInput): Plan {
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
         if (input.settleAfter !== null && cell.local.mtimeMs > input.settleAfter) {
-          plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
+          plan.skipped.push({ path, code: 'settling', reason: settlingReason(cell.local.mtimeMs, input.settleAfter) });
           break;
         }
         if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'new_local' });
@@ -516,4 +516,15 @@ function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathRea
     if (reason) return { code: reason.code, detail: `${folder} ${reason.detail}` };
   }
   return undefined;
+}
+
+/**
+ * Why a new file waits: it names the option that holds it and both instants, so an operator can
+ * tell a file still being written from a clock that runs behind the disk's.
+ */
+function settlingReason(mtimeMs: number, settleAfter: number): string {
+  return (
+    `new file modified within newFileSettle (at ${new Date(mtimeMs).toISOString()}; this pass takes new files ` +
+    `modified by ${new Date(settleAfter).toISOString()}); left for the next pass`
+  );
 }

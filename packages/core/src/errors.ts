@@ -50,7 +50,7 @@ export class MemoryMountError extends Error {
   }
 }
 
-/** A write or edit tool aimed at a path the mounts do not allow (SPEC 4.7). */
+/** A write or edit tool aimed at a path the mounts do not allow: a read-only store, or outside every store. */
 export class MemoryWriteRefusedError extends Error {
   override name = 'MemoryWriteRefusedError';
   constructor(

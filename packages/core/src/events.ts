@@ -14,7 +14,7 @@ import type { Logger } from './types.js';
  */
 export interface MounterEvents {
   /**
-   * Both sides changed differently and the store wins (SPEC 4.2): emitted BEFORE the store's
+   * Both sides changed differently and the store wins: emitted BEFORE the store's
    * version replaces the file, with the losing local bytes, so a host can keep a copy.
    */
   conflict: [ConflictEvent];

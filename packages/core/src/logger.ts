@@ -28,17 +28,15 @@ export function debugLogger(namespace = LIBRARY_NAMESPACE): Logger {
   return { debug: channel('debug'), info: channel('info'), warn: channel('warn'), error: channel('error') };
 }
 
-type Fields = Record<string, unknown>;
-
 /**
  * A logger that takes its fields first and the message second, as pino and bunyan do:
  * `logger.info({ memory_store_id, path }, 'mounted')`.
  */
 export interface FieldsFirstLogger {
-  debug(fields: Fields, msg: string): void;
-  info(fields: Fields, msg: string): void;
-  warn(fields: Fields, msg: string): void;
-  error(fields: Fields, msg: string): void;
+  debug(fields: Record<string, unknown>, msg: string): void;
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
 }
 
 /**
@@ -49,7 +47,7 @@ export interface FieldsFirstLogger {
 export function fieldsFirstLogger(target: FieldsFirstLogger): Logger {
   const bind =
     (level: keyof FieldsFirstLogger) =>
-    (msg: string, fields?: Fields): void =>
+    (msg: string, fields?: Record<string, unknown>): void =>
       target[level](fields ?? {}, msg);
   return { debug: bind('debug'), info: bind('info'), warn: bind('warn'), error: bind('error') };
 }

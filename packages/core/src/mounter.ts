@@ -31,15 +31,15 @@ const ABORT_SETTLE_MS = 1_000;
 /**
  * Mounts a session's memory stores into a FileSystem and keeps them in sync with the store:
  * `materialize` before the agent's first tool call, `reconcile` after tool calls, `finalize`
- * when the session ends (SPEC 4).
+ * when the session ends.
  *
- * Invariant: at most one pass runs at a time. `reconcile` calls that arrive during a pass share
- * it (`#running`) instead of queueing another; `finalize` stops it (and a materialize still
- * downloading) and waits for it to wind down before its own passes.
+ * At most one pass runs at a time: a `reconcile` call that arrives during a pass gets that
+ * pass's report instead of queueing another; `finalize` stops a running pass (and a
+ * materialize still downloading) and waits for it to wind down before its own passes.
  *
- * Time bounds (SPEC 6.2): every store call goes through a BoundedStoreClient (`requestTimeout`,
- * retries within the pass); each reconcile pass and materialize's download get a signal that
- * aborts at `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
+ * Time bounds: each store call is abandoned past `requestTimeout` (and retried within the pass
+ * where that is safe); each reconcile pass, and materialize's download, is cut off at
+ * `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
  */
 export class MemoryMounter extends MounterEventEmitter {
   readonly #options: ResolvedOptions;
@@ -80,7 +80,7 @@ export class MemoryMounter extends MounterEventEmitter {
   }
 
   /**
-   * Crash recovery (SPEC 6.3), run by a worker at start-up, before it mounts anything: finds the
+   * Crash recovery, run by a worker at start-up, before it mounts anything: finds the
    * store folders a dead mounter left (its state record in `stateDir` and the folder's marker
    * agree), pushes each folder's local changes against the baseline the record holds (the store
    * still wins real conflicts; read-only stores are never pushed; nothing is ever deleted in the
@@ -457,7 +457,7 @@ export class MemoryMounter extends MounterEventEmitter {
   }
 
   /**
-   * Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7,
+   * Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (a read-only store, or
    * 6.1). The path is judged where the kernel would take it: resolved component by component,
    * symlinks followed, through the FileSystem's `readLinkSync`. A FileSystem without it gets a
    * lexical check that refuses any `..` under `memoryRoot` instead. The error carries the path
@@ -582,7 +582,7 @@ async function closeFolders(stores: readonly StoreSync[], created: readonly Crea
 }
 
 /**
- * SPEC 4.5 removes the folders even when the flush could not push everything; say loudly which
+ * Finalize removes the folders even when the flush could not push everything; say loudly which
  * local changes go with them, each with its reason, so an operator can tell a lost edit from a
  * quiet session.
  */

@@ -33,7 +33,7 @@ export interface PlanInput {
   baseline: ReadonlyMap<string, string>;
   /**
    * path -> id of the memory each baseline entry was agreed with, so a memory the store renamed
-   * is followed rather than re-downloaded (renames.ts). Absent or partial: those paths are
+   * is followed rather than re-downloaded. Absent or partial: those paths are
    * judged by the rows alone.
    */
   baselineIds?: ReadonlyMap<string, string>;
@@ -184,7 +184,7 @@ export interface Plan {
   skipped: PathReport[];
 }
 
-/** The rows of SPEC 4.2, in the table's order. B = baseline, L = local, R = remote sha. */
+/** The rows of the reconcile table (docs/reconcile.md), in its order. B = baseline, L = local, R = remote sha. */
 export type Row = Cell<unknown, unknown>['row'];
 
 /**

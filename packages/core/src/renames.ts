@@ -22,8 +22,8 @@ import { ancestorPaths } from './memory-path.js';
  *   ones by file name, and only where that name is unique on both sides.
  */
 
-/** A memory in the store's content-free listing, by wire path (plan.ts's `RemoteEntry`). */
-interface RemoteSide {
+/** A memory in the store's listing without contents, by wire path: its id and sha. */
+export interface RemoteSide {
   id: string;
   sha: string;
 }

@@ -36,7 +36,7 @@ export interface StoreSyncReport {
   access: Access;
   /**
    * `synced`: the table ran (some paths may still have failed: see `errors`).
-   * `redownloaded`: the folder was gone, emptied or wiped and was downloaded again (SPEC 4.4).
+   * `redownloaded`: the folder was gone, emptied or wiped and was downloaded again.
    * `skipped`: nothing was done on purpose (distrusted folder, or cut off by a time bound).
    * `failed`: the pass could not run for this store (listing failed, folder unreadable).
    */
@@ -160,7 +160,7 @@ export interface RecoveredStoreReport {
   pushed: string[];
   /**
    * Local edits of memories that also changed in the store since the recorded baseline: the
-   * store keeps its version (SPEC 4.2) and the local edit is dropped with the folder.
+   * store keeps its version and the local edit is dropped with the folder.
    */
   conflicts: string[];
   /**

@@ -27,7 +27,7 @@ export interface StoreStatus {
   pendingLocalChanges: number;
   /** Local deletions not sent yet (grace period, cap, `log_only` or `disabled`), from the last pass. */
   pendingDeletions: string[];
-  /** Why the folder is no longer trusted (never synced again, SPEC 4.4); null while trusted. */
+  /** Why the folder is no longer trusted (the folder is never synced again); null while trusted. */
   distrusted: string | null;
 }
 

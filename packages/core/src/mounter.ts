@@ -128,6 +128,9 @@ export class MemoryMounter extends MounterEventEmitter {
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
         pendingDeletions: [...(last?.pendingDeletions ?? [])],
         distrusted: store.state.distrusted,
+        unknownWrites: [...store.state.unknownWrites]
+          .map(([path, sha]) => ({ path, sha }))
+          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
       };
     });
   }
@@ -278,7 +281,30 @@ export class MemoryMounter extends MounterEventEmitter {
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
+    for (const store of stores) this.announceDownload(store);
     return [...this.mounts];
+  }
+
+  /**
+   * One `pulled` event (`reason: 'download'`) per memory materialize wrote, in path order. Told
+   * only once every store has downloaded: a materialize that fails removes what it wrote, and
+   * a listener must not have been told of files the agent never gets. The baseline is what was
+   * written; its ids come from the listing the download used.
+   */
+  private announceDownload(store: StoreSync): void {
+    const { memoryStoreId, path: root } = store.mount;
+    const { baseline, baselineIds } = store.state;
+    for (const path of [...baseline.keys()].sort()) {
+      const memoryId = baselineIds.get(path);
+      this.emit('pulled', {
+        memoryStoreId,
+        path,
+        hostPath: `${root}${path}`,
+        sha: baseline.get(path)!,
+        reason: 'download',
+        ...(memoryId !== undefined && { memoryId }),
+      });
+    }
   }
 
   /**

@@ -29,6 +29,20 @@ export interface StoreStatus {
   pendingDeletions: string[];
   /** Why the folder is no longer trusted (the folder is never synced again); null while trusted. */
   distrusted: string | null;
+  /**
+   * Writes sent whose outcome is not known (the response was lost, or the call timed out), by
+   * path: each stays here until a listing of the store shows what it holds. A memory holding
+   * exactly `sha` then is this mounter's own write. Sorted by path; empty when none.
+   */
+  unknownWrites: UnknownWrite[];
+}
+
+/** A push whose outcome is unknown: what was sent to which path. */
+export interface UnknownWrite {
+  /** Wire form, `/notes/a.md`. */
+  path: string;
+  /** sha256 of the content sent. */
+  sha: string;
 }
 
 /**

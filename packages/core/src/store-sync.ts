@@ -292,6 +292,7 @@ export class StoreSync {
     const mode = opts.remote === 'reuse' && state.unknownWrites.size > 0 ? 'auto' : (opts.remote ?? 'auto');
     const read = await this.#remote.read({ mode, now: opts.now, signal: opts.signal, caseInsensitive: this.#caseInsensitive });
     logger.debug('remote side read', { path: mount.path, source: read.source });
+    report.read = read.source;
     const { remote, skipped } = read.index;
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const entry of skipped) {

@@ -9,8 +9,9 @@ export interface SyncState {
   /** path -> sha both sides held after the last successful transfer (or download). */
   baseline: Map<string, string>;
   /**
-   * path -> id of the memory each baseline entry was agreed with, so a memory renamed on either side keeps its id. Refreshed after
-   * each pass from what the store is known to hold; entries outside the baseline are dropped.
+   * path -> id of the memory each baseline entry was agreed with, so a memory renamed on either
+   * side keeps its id. Refreshed after each pass from what the store is known to hold; entries
+   * outside the baseline are dropped.
    */
   baselineIds: Map<string, string>;
   /** path -> clock (ms) when a file went missing while its memory was unchanged. */

@@ -36,7 +36,7 @@ export interface AnthropicStoreClientOptions {
  * The StoreClient over the real memory-store API, `client.beta.memoryStores.memories.*` and
  * `client.beta.memoryStores.memoryVersions.list`.
  *
- * Every method throws only StoreError (see store-error-mapping.ts); the SDK error is its
+ * Every method throws only StoreError (its `kind` from `storeErrorFromSdk`); the SDK error is its
  * `cause`. Listings ask for the largest page the service allows (100 items, 20 with content).
  * `list` never passes `depth`, so the service sends no `memory_prefix` roll-ups (any that
  * arrive anyway are skipped); `listFolder` passes `depth=1` and yields them.

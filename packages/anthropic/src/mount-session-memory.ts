@@ -39,7 +39,7 @@ export interface MountSessionMemoryOptions
 }
 
 /**
- * Mounts a work item's memory stores: the worker-side half of SPEC 4.8.
+ * Mounts a work item's memory stores, as the cloud does before a session's first tool call.
  *
  * Returns `null` when memory is disabled (`memory_sync_interval: null`) or the session has no
  * memory store; otherwise a materialized MemoryMounter whose store calls carry the item's

@@ -1,4 +1,4 @@
-import { debugLogger, type FinalizeReport, type Logger, type MemoryMounter } from '@memory-mounter/core';
+import { asLogger, debugLogger, type FinalizeReport, type Logger, type MemoryMounter } from '@memory-mounter/core';
 
 export interface RunSessionWithMemoryOptions {
   /** The session's abort signal: aborted by the end of the body means an `aborted` finalize. */
@@ -21,7 +21,7 @@ export async function runSessionWithMemory<T>(
   options: RunSessionWithMemoryOptions = {},
 ): Promise<T> {
   if (!mounter) return body();
-  const logger = options.logger ?? debugLogger();
+  const logger = options.logger === undefined ? debugLogger() : asLogger(options.logger);
   let outcome: 'completed' | 'aborted' = 'aborted';
   try {
     const result = await body();

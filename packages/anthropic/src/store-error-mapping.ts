@@ -19,7 +19,7 @@ import { StoreError, type StoreErrorKind } from '@memory-mounter/core';
  * | 400, 413, 422 and every other 4xx             | `rejected`            |
  * | anything else (1xx/3xx, not an error at all)  | `unavailable`         |
  *
- * Choices beyond the SPEC, and why:
+ * Choices the table makes where the API leaves room, and why:
  * - A 409 that names neither memory error is the service saying a concurrent operation got in
  *   the way (the SDK retries 409s as lock timeouts). Nothing says the store moved, so it is not
  *   a precondition failure; the write may simply not have happened. `unavailable` ("outcome

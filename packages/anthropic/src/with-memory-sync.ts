@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
-import { debugLogger, errorCode, MemoryWriteRefusedError, resolveKernelPath, type Logger, type MemoryMounter } from '@memory-mounter/core';
+import { asLogger, debugLogger, errorCode, MemoryWriteRefusedError, resolveKernelPath, type Logger, type MemoryMounter } from '@memory-mounter/core';
 
 export interface WithMemorySyncOptions {
   /** What relative tool paths are relative to (the tools' workdir). Default `process.cwd()`. */
@@ -37,7 +37,7 @@ export function withMemorySync<T extends BetaRunnableTool>(tools: readonly T[], 
   const writeTools = new Set(options.writeTools ?? ['write', 'edit']);
   const targetPath = options.targetPath ?? filePathOf;
   const workdir = options.workdir ?? process.cwd();
-  const logger = options.logger ?? debugLogger();
+  const logger = options.logger === undefined ? debugLogger() : asLogger(options.logger);
   const realPath = options.realPath === undefined ? realPathOnDisk : options.realPath;
 
   return tools.map((tool) => {

@@ -8,7 +8,7 @@
  *      distrusted, never taken as "delete everything");
  *   3. read the store (`StoreClient.list`), index it (`indexRemote`: paths a mount cannot hold
  *      are skipped) and fold in writes whose outcome was unknown (`settleUnknownWrites`);
- *   4. plan (`planStore`, pure: SPEC 4.2's table, one `classify` row per path, deletions capped
+ *   4. plan (`planStore`, pure: one `classify` row per path (which side changed since the baseline), deletions capped
  *      by `deleteCap`);
  *   5. apply the plan's transfers (`applyPlan`): I/O only, through the two seams, one
  *      `Outcome` per transfer (done, skipped with a code, failed with a StoreError kind, cut
@@ -33,10 +33,19 @@ export { planStore, planActions, pushOnlyView, classify, deleteCap, settleUnknow
 export type {
   Action,
   Transfer,
-  BaselineAction,
-  ReportAction,
-  Cell,
+  Pull,
+  Update,
+  Create,
   DeleteLocal,
+  DeleteRemote,
+  BaselineAction,
+  Adopt,
+  Forget,
+  ReportAction,
+  Refuse,
+  KeepLocal,
+  NoteConflict,
+  Cell,
   Plan,
   PlanInput,
   PullReason,
@@ -46,8 +55,8 @@ export type {
   Row,
 } from './plan.js';
 export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './absence.js';
-export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename } from './renames.js';
-export { scanStore, CARRY_BUDGET_BYTES, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
+export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide } from './renames.js';
+export { scanStore, CARRY_BUDGET_BYTES, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
 export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';

@@ -10,6 +10,8 @@ export class MemoryConfigError extends Error {
     message: string,
     /** The option at fault. */
     readonly option?: string,
+    /** For an unknown option: the valid name closest to it (`memorySyncDeletions` for `memorySyncDeletion`). */
+    readonly suggestion?: string,
   ) {
     super(message);
   }
@@ -48,7 +50,7 @@ export class MemoryMountError extends Error {
   }
 }
 
-/** A write or edit tool aimed at a path the mounts do not allow (SPEC 4.7). */
+/** A write or edit tool aimed at a path the mounts do not allow: a read-only store, or outside every store. */
 export class MemoryWriteRefusedError extends Error {
   override name = 'MemoryWriteRefusedError';
   constructor(

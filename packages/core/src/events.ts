@@ -14,18 +14,23 @@ import type { Logger } from './types.js';
  */
 export interface MounterEvents {
   /**
-   * Both sides changed differently and the store wins (SPEC 4.2): emitted BEFORE the store's
+   * Both sides changed differently and the store wins: emitted BEFORE the store's
    * version replaces the file, with the losing local bytes, so a host can keep a copy. With
    * `conflictCopies` the copy is written first; when it cannot be, the conflict is not resolved
-   * that pass (SPEC 6.6): no event, the file is kept, and the path is skipped as
+   * that pass: no event, the file is kept, and the path is skipped as
    * `conflict_copy_failed` until a pass can write it. In finalize's push-only flush (its
    * `aborted` form too), which replaces nothing and after which the folder may be
    * removed, it is emitted with the file's bytes as they are at the flush (and the copy written
    * when it can be): for a host, the last chance to keep the agent's edit.
    */
   conflict: [ConflictEvent];
-  /** A memory was written to disk from the store (new, changed remotely, restored, or a conflict's winner). */
-  pulled: [TransferEvent & { reason: 'remote_change' | 'restore' | 'conflict' }];
+  /**
+   * A memory was written to disk from the store: new or changed remotely (`remote_change`),
+   * restored, a conflict's winner, or downloaded by `materialize()` (`download`: one event per
+   * memory, told once every store has downloaded, so a materialize that fails, and removes what
+   * it wrote, tells nothing).
+   */
+  pulled: [TransferEvent & { reason: PulledReason }];
   /** A local file was sent to the store (created or updated). */
   pushed: [TransferEvent];
   /** A file was removed locally (`side: 'local'`, its memory was deleted in the store) or a memory in the store (`'remote'`). */
@@ -38,17 +43,27 @@ export interface MounterEvents {
 
 export type MounterEventName = keyof MounterEvents;
 
+/** Why a `pulled` event's memory was written to disk. */
+export type PulledReason = 'remote_change' | 'restore' | 'conflict' | 'download';
+
 export interface PathEvent {
   memoryStoreId: string;
   /** Wire form, `/notes/a.md`. */
   path: string;
   /** Where the file lies on the host. */
   hostPath: string;
+  /**
+   * The memory's id in the store (`mem_…`), when the engine knows which memory this path is:
+   * set on `materialize()`'s `pulled` events. Absent where it is not known for certain.
+   */
+  memoryId?: string;
 }
 
 export interface TransferEvent extends PathEvent {
   /** sha256 (lowercase hex) of the content written or sent. */
   sha: string;
+  /** The id of the memory version written to disk or created by the push, when the store said. */
+  versionId?: string;
 }
 
 export interface ConflictEvent extends PathEvent {

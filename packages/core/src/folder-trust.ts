@@ -2,7 +2,7 @@ import type { LocalSnapshot } from './scan.js';
 import { EMPTY_SHA } from './sha256.js';
 
 /**
- * Folder trust (SPEC 4.4), decided before the table runs: is this still the folder we made for
+ * Folder trust, decided before the table runs: is this still the folder we made for
  * this store, and is it in a state the table can be trusted with?
  *
  * - `distrusted` is sticky (the caller never syncs the folder again, nor removes it): someone

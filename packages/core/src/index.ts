@@ -3,10 +3,10 @@
 export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
-export { debugLogger } from './logger.js';
+export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './logger.js';
 export { MounterEventEmitter, conflictCopyPath } from './events.js';
-export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent } from './events.js';
-export type { StoreStatus } from './status.js';
+export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
+export type { StoreStatus, UnknownWrite } from './status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem, WriteOptions } from './file-system.js';
 export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
@@ -38,7 +38,9 @@ export type {
   RecoveryLeftCode,
   PathReport,
   UnpushedReport,
+  StoreRead,
 } from './reports.js';
+export type { FullListingReason, FeedDoubtCode } from './remote-feed.js';
 export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './reasons.js';
 export type { RecoverOptions } from './recover.js';
 export {

@@ -1,7 +1,7 @@
 /**
  * Where a path really lands: the resolution the kernel performs on open(2), done component by
- * component, so a guard judges the place a write would reach rather than the string it was given
- * (SPEC 6.1). Pure: the one thing it learns from the disk comes through `readLink`.
+ * component, so a guard judges the place a write would reach rather than the string it was given.
+ * Pure: the one thing it learns from the disk comes through `readLink`.
  */
 
 /** Symlinks one resolution may follow before giving up, as Linux does (MAXSYMLINKS). */

@@ -1,4 +1,4 @@
-/** Limits and defaults of the memory-store service (SPEC 5). */
+/** Limits and defaults of the memory-store service: what it accepts, and the library's defaults. */
 export const MAX_STORES_PER_SESSION = 8;
 export const MAX_MEMORY_BYTES = 102_400;
 export const MAX_PATH_BYTES = 1_024;

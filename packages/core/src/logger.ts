@@ -28,6 +28,51 @@ export function debugLogger(namespace = LIBRARY_NAMESPACE): Logger {
   return { debug: channel('debug'), info: channel('info'), warn: channel('warn'), error: channel('error') };
 }
 
+/**
+ * A logger that takes its fields first and the message second, as pino and bunyan do:
+ * `logger.info({ memory_store_id, path }, 'mounted')`.
+ */
+export interface FieldsFirstLogger {
+  debug(fields: Record<string, unknown>, msg: string): void;
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
+  error(fields: Record<string, unknown>, msg: string): void;
+}
+
+/**
+ * Wraps a fields-first logger (pino, bunyan, or any logger called as `info(fields, msg)`) as a
+ * {@link Logger}. A pino or bunyan instance passed as `logger` is wrapped by itself (see
+ * {@link asLogger}); call this for another fields-first logger.
+ */
+export function fieldsFirstLogger(target: FieldsFirstLogger): Logger {
+  const bind =
+    (level: keyof FieldsFirstLogger) =>
+    (msg: string, fields?: Record<string, unknown>): void =>
+      target[level](fields ?? {}, msg);
+  return { debug: bind('debug'), info: bind('info'), warn: bind('warn'), error: bind('error') };
+}
+
+/**
+ * pino's and bunyan's methods accept `(msg, ...args)` as well, so an instance type-checks as a
+ * {@link Logger}; but called that way they print the message and drop the fields (pino reads
+ * them as format arguments). So the logger a host passes is recognised by what those two
+ * libraries document and wrapped with {@link fieldsFirstLogger}; any other object is used as
+ * it is, called `(msg, fields)`.
+ *
+ * - pino: every instance and child holds `Symbol.for('pino.serializers')`, a symbol pino
+ *   keeps global across its versions for other libraries to see.
+ * - bunyan: a `Logger` has an `addStream` method and a `streams` array.
+ */
+export function asLogger(logger: Logger): Logger {
+  return isFieldsFirst(logger) ? fieldsFirstLogger(logger as unknown as FieldsFirstLogger) : logger;
+}
+
+function isFieldsFirst(logger: object): boolean {
+  if (Symbol.for('pino.serializers') in logger) return true;
+  const maybeBunyan = logger as { addStream?: unknown; streams?: unknown };
+  return typeof maybeBunyan.addStream === 'function' && Array.isArray(maybeBunyan.streams);
+}
+
 /** A logger bound to one store: every line carries its `memory_store_id`. */
 export function storeLogger(logger: Logger, memoryStoreId: string): Logger {
   const bind =

@@ -3,7 +3,7 @@ import type { StoreFolder } from './store-folder.js';
 
 /**
  * The marker file binds a store directory to its store id. Without it, or with another id in it,
- * the directory is not ours to sync or delete (SPEC 4.4): the engine reads it before every pass,
+ * the directory is not ours to sync or delete: the engine reads it before every pass,
  * before every remote delete, and before removing the directory at finalize.
  *
  * `unreadable` is an I/O error while reading it (EIO, EACCES): it says nothing about whose folder

@@ -3,7 +3,7 @@ import { isConflictCopyName, isTempFileName } from './temp-files.js';
 
 /**
  * Rules for memory paths, the wire form `/a/b.md`. Two layers:
- * - `memoryPathProblem`: what the service itself accepts (SPEC 5). The emulator enforces it.
+ * - `memoryPathProblem`: what the service itself accepts. The emulator enforces it.
  * - `mountablePathProblem`: that, plus what a mount cannot hold safely (the marker, temp-file
  *   names, backslashes). A remote memory failing it is skipped with a warning; a local file
  *   failing it is never pushed.

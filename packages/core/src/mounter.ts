@@ -34,15 +34,15 @@ const WALL_JUMP_MS = 60_000;
 /**
  * Mounts a session's memory stores into a FileSystem and keeps them in sync with the store:
  * `materialize` before the agent's first tool call, `reconcile` after tool calls, `finalize`
- * when the session ends (SPEC 4).
+ * when the session ends.
  *
- * Invariant: at most one pass runs at a time. `reconcile` calls that arrive during a pass share
- * it (`#running`) instead of queueing another; `finalize` stops it (and a materialize still
- * downloading) and waits for it to wind down before its own passes.
+ * At most one pass runs at a time: a `reconcile` call that arrives during a pass gets that
+ * pass's report instead of queueing another; `finalize` stops a running pass (and a
+ * materialize still downloading) and waits for it to wind down before its own passes.
  *
- * Time bounds (SPEC 6.2): every store call goes through a BoundedStoreClient (`requestTimeout`,
- * retries within the pass); each reconcile pass and materialize's download get a signal that
- * aborts at `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
+ * Time bounds: each store call is abandoned past `requestTimeout` (and retried within the pass
+ * where that is safe); each reconcile pass, and materialize's download, is cut off at
+ * `syncTimeout`; finalize runs under one `finalSyncTimeout` deadline from its call.
  */
 export class MemoryMounter extends MounterEventEmitter {
   readonly #options: ResolvedOptions;
@@ -102,7 +102,7 @@ export class MemoryMounter extends MounterEventEmitter {
   }
 
   /**
-   * Crash recovery (SPEC 6.3), run by a worker at start-up, before it mounts anything: finds the
+   * Crash recovery, run by a worker at start-up, before it mounts anything: finds the
    * store folders a dead mounter left (its state record in `stateDir` and the folder's marker
    * agree), pushes each folder's local changes against the baseline the record holds (the store
    * still wins real conflicts; read-only stores are never pushed; nothing is ever deleted in the
@@ -157,6 +157,9 @@ export class MemoryMounter extends MounterEventEmitter {
           breaker.kind === 'closed'
             ? null
             : { failures: breaker.step, nextProbeAt: breaker.kind === 'open' ? wallOf(breaker.until) : this.#options.now(), probing: breaker.kind === 'probing' },
+        unknownWrites: [...store.state.unknownWrites]
+          .map(([path, sha]) => ({ path, sha }))
+          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
       };
     });
   }
@@ -308,7 +311,30 @@ export class MemoryMounter extends MounterEventEmitter {
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
+    for (const store of stores) this.announceDownload(store);
     return [...this.mounts];
+  }
+
+  /**
+   * One `pulled` event (`reason: 'download'`) per memory materialize wrote, in path order. Told
+   * only once every store has downloaded: a materialize that fails removes what it wrote, and
+   * a listener must not have been told of files the agent never gets. The baseline is what was
+   * written; its ids come from the listing the download used.
+   */
+  private announceDownload(store: StoreSync): void {
+    const { memoryStoreId, path: root } = store.mount;
+    const { baseline, baselineIds } = store.state;
+    for (const path of [...baseline.keys()].sort()) {
+      const memoryId = baselineIds.get(path);
+      this.emit('pulled', {
+        memoryStoreId,
+        path,
+        hostPath: `${root}${path}`,
+        sha: baseline.get(path)!,
+        reason: 'download',
+        ...(memoryId !== undefined && { memoryId }),
+      });
+    }
   }
 
   /**
@@ -511,7 +537,7 @@ export class MemoryMounter extends MounterEventEmitter {
   }
 
   /**
-   * Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (SPEC 4.7,
+   * Throws MemoryWriteRefusedError when a write/edit tool must not write `hostPath` (a read-only store, or
    * 6.1). The path is judged where the kernel would take it: resolved component by component,
    * symlinks followed, through the FileSystem's `readLinkSync`. A FileSystem without it gets a
    * lexical check that refuses any `..` under `memoryRoot` instead. The error carries the path
@@ -724,7 +750,7 @@ async function closeFolders(stores: readonly StoreSync[], created: readonly Crea
 }
 
 /**
- * SPEC 4.5 removes the folders even when the flush could not push everything; say loudly which
+ * Finalize removes the folders even when the flush could not push everything; say loudly which
  * local changes go with them, each with its reason, so an operator can tell a lost edit from a
  * quiet session.
  */

@@ -15,7 +15,7 @@ import {
   DEFAULT_RETRY_BUDGET_S,
   MOUNT_PREFIX,
 } from './limits.js';
-import { debugLogger } from './logger.js';
+import { asLogger, debugLogger } from './logger.js';
 import type { StoreClient } from './store-client.js';
 import type { DeletionMode, Logger, MemoryMounterOptions } from './types.js';
 
@@ -62,9 +62,51 @@ export interface ResolvedOptions {
 
 const DELETION_MODES: readonly DeletionMode[] = ['enabled', 'log_only', 'disabled'];
 
+/**
+ * Every key `new MemoryMounter(...)` takes. Any other key is refused: an option dropped
+ * silently is an option whose default runs instead (`memorySyncDeletion: 'disabled'` would leave
+ * deletions enabled).
+ */
+export const OPTION_NAMES = [
+  'storeClient',
+  'fileSystem',
+  'logger',
+  'now',
+  'memory_sync_deletions',
+  'memorySyncDeletions',
+  'memoryRoot',
+  'memory_sync_interval',
+  'memorySyncIntervalMs',
+  'deleteGracePeriod',
+  'newFileSettle',
+  'finalSyncTimeout',
+  'requestTimeout',
+  'syncTimeout',
+  'syncWait',
+  'retryBudget',
+  'stateDir',
+  'keepUnpushed',
+  'conflictCopies',
+  'transferConcurrency',
+  'fullListingEvery',
+  'fullListingInterval',
+] as const satisfies readonly (keyof MemoryMounterOptions)[];
+
+// An option added to MemoryMounterOptions but not to OPTION_NAMES would be refused as unknown.
+type Unlisted = Exclude<keyof MemoryMounterOptions, (typeof OPTION_NAMES)[number]>;
+const everyOptionListed: [Unlisted] extends [never] ? true : Unlisted = true;
+void everyOptionListed;
+
+/** The unit a suggestion names, where two names of one option differ in it. */
+const UNIT_OF: Partial<Record<(typeof OPTION_NAMES)[number], string>> = {
+  memory_sync_interval: 'seconds',
+  memorySyncIntervalMs: 'milliseconds',
+};
+
 /** Checks every option and throws MemoryConfigError naming the first one at fault. */
 export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw new MemoryConfigError('MemoryMounter needs an options object');
+  refuseUnknownKeys(options);
   const { storeClient, fileSystem, logger } = options;
   if (!hasMethods(storeClient, ['list', 'get', 'create', 'update', 'delete'])) {
     throw new MemoryConfigError('storeClient must implement StoreClient (list, get, create, update, delete)', 'storeClient');
@@ -78,20 +120,13 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
   if (options.now !== undefined && typeof options.now !== 'function') {
     throw new MemoryConfigError('now must be a function returning milliseconds', 'now');
   }
-  // `undefined` means "use the default"; anything else, `null` included, must be valid.
-  const deletionMode = options.memory_sync_deletions === undefined ? 'enabled' : options.memory_sync_deletions;
-  if (!DELETION_MODES.includes(deletionMode)) {
-    throw new MemoryConfigError(
-      `memory_sync_deletions must be one of ${DELETION_MODES.join(', ')}; got ${JSON.stringify(deletionMode)}`,
-      'memory_sync_deletions',
-    );
-  }
+  const deletionMode = resolveDeletionMode(options);
   const memoryRoot = resolveMemoryRoot(options.memoryRoot === undefined ? MOUNT_PREFIX : options.memoryRoot);
   return {
     storeClient,
     fileSystem,
     memoryRoot,
-    syncIntervalMs: syncIntervalSeconds(options.memory_sync_interval) * 1000,
+    syncIntervalMs: resolveSyncIntervalMs(options),
     deletionMode,
     deleteGraceMs: seconds(options.deleteGracePeriod, DEFAULT_DELETE_GRACE_S, 'deleteGracePeriod', true) * 1000,
     newFileSettleMs: seconds(options.newFileSettle, DEFAULT_NEW_FILE_SETTLE_S, 'newFileSettle', true) * 1000,
@@ -109,7 +144,7 @@ export function resolveOptions(options: MemoryMounterOptions): ResolvedOptions {
     now: options.now ?? Date.now,
     monotonicNow: options.now ?? (() => performance.now()),
     clockInjected: options.now !== undefined,
-    logger: logger ?? debugLogger(),
+    logger: logger === undefined ? debugLogger() : asLogger(logger),
   };
 }
 
@@ -141,6 +176,103 @@ function syncIntervalSeconds(value: unknown): number {
     );
   }
   return s;
+}
+
+/**
+ * The interval under either name: `memory_sync_interval` in seconds (the design's) or
+ * `memorySyncIntervalMs` in milliseconds (the SDK's). Each is checked by its own unit first, so
+ * a refusal names the key the host wrote.
+ */
+function resolveSyncIntervalMs(options: MemoryMounterOptions): number {
+  const { memory_sync_interval: s, memorySyncIntervalMs: ms } = options;
+  if (ms === undefined) return syncIntervalSeconds(s) * 1000;
+  const fromMs = syncIntervalMilliseconds(ms);
+  if (s === undefined) return fromMs;
+  const fromS = syncIntervalSeconds(s);
+  // Compared to the microsecond: 1.1 s is 1100 ms although 1.1 * 1000 is not exactly 1100.
+  if (Math.round(fromS * 1e6) !== Math.round(fromMs * 1e3)) {
+    throw new MemoryConfigError(
+      `memory_sync_interval (${fromS} s) and memorySyncIntervalMs (${fromMs} ms) disagree; give one of them`,
+      'memorySyncIntervalMs',
+    );
+  }
+  return fromMs;
+}
+
+/** `memorySyncIntervalMs`: milliseconds > 0, at most the hour `memory_sync_interval` allows. */
+function syncIntervalMilliseconds(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new MemoryConfigError(`memorySyncIntervalMs must be a finite number of milliseconds > 0; got ${describeValue(value)}`, 'memorySyncIntervalMs');
+  }
+  if (value > MAX_SYNC_INTERVAL_S * 1000) {
+    throw new MemoryConfigError(`memorySyncIntervalMs must be at most ${MAX_SYNC_INTERVAL_S * 1000} (one hour); got ${value}`, 'memorySyncIntervalMs');
+  }
+  return value;
+}
+
+/** The deletion mode under either name; `undefined` means the default, anything else must be valid. */
+function resolveDeletionMode(options: MemoryMounterOptions): DeletionMode {
+  const given = (['memory_sync_deletions', 'memorySyncDeletions'] as const).filter((key) => options[key] !== undefined);
+  for (const key of given) {
+    if (!DELETION_MODES.includes(options[key] as DeletionMode)) {
+      throw new MemoryConfigError(`${key} must be one of ${DELETION_MODES.join(', ')}; got ${JSON.stringify(options[key])}`, key);
+    }
+  }
+  if (given.length === 2 && options.memory_sync_deletions !== options.memorySyncDeletions) {
+    throw new MemoryConfigError(
+      `memory_sync_deletions (${JSON.stringify(options.memory_sync_deletions)}) and memorySyncDeletions ` +
+        `(${JSON.stringify(options.memorySyncDeletions)}) disagree; give one of them`,
+      'memorySyncDeletions',
+    );
+  }
+  return given.length === 0 ? 'enabled' : (options[given[0]!] as DeletionMode);
+}
+
+/** The first key that is no option, refused with the valid name closest to it. */
+function refuseUnknownKeys(options: object): void {
+  const known: readonly string[] = OPTION_NAMES;
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown === undefined) return;
+  const closest = closestName(unknown, OPTION_NAMES);
+  const unit = UNIT_OF[closest];
+  throw new MemoryConfigError(
+    `unknown option ${JSON.stringify(unknown)}; did you mean ${closest}${unit ? ` (${unit})` : ''}? ` +
+      `MemoryMounter takes ${OPTION_NAMES.join(', ')}`,
+    unknown,
+    closest,
+  );
+}
+
+/**
+ * The name nearest `key` by edit distance, compared without case or `_` first (so
+ * `memory_sync_deletion` and `MemorySyncDeletion` both find their option), then as written.
+ * A name that holds the key whole, or is held in it, counts as one edit away: `root` is
+ * `memoryRoot`, `deleteGracePeriodMs` is `deleteGracePeriod`, not a short name a few edits off.
+ */
+function closestName<T extends string>(key: string, names: readonly T[]): T {
+  const fold = (name: string) => name.toLowerCase().replaceAll('_', '');
+  let best = names[0]!;
+  let bestScore = [Infinity, Infinity];
+  for (const name of names) {
+    const [k, n] = [fold(key), fold(name)];
+    const folded = Math.min(editDistance(k, n), k.includes(n) || n.includes(k) ? 1 : Infinity);
+    const score = [folded, editDistance(key, name)];
+    if (score[0]! < bestScore[0]! || (score[0] === bestScore[0] && score[1]! < bestScore[1]!)) [best, bestScore] = [name, score];
+  }
+  return best;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one each. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 /** A value as a refusal shows it: `15`, `"15" (a string)`, `null`, `true (a boolean)`. */

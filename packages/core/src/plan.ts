@@ -34,7 +34,7 @@ export interface PlanInput {
   baseline: ReadonlyMap<string, string>;
   /**
    * path -> id of the memory each baseline entry was agreed with, so a memory the store renamed
-   * is followed rather than re-downloaded (renames.ts). Absent or partial: those paths are
+   * is followed rather than re-downloaded. Absent or partial: those paths are
    * judged by the rows alone.
    */
   baselineIds?: ReadonlyMap<string, string>;
@@ -223,7 +223,7 @@ export interface Plan {
   skipped: PathReport[];
 }
 
-/** The rows of SPEC 4.2, in the table's order. B = baseline, L = local, R = remote sha. */
+/** The rows of the reconcile table (docs/reconcile.md), in its order. B = baseline, L = local, R = remote sha. */
 export type Row = Cell<unknown, unknown>['row'];
 
 /**
@@ -382,7 +382,7 @@ export function planStore(input: PlanInput): Plan {
     const atTo = localFiles.get(r.to)!;
     const atFrom = localFiles.get(r.from)!;
     if (stillSettling(atTo, input)) {
-      plan.skipped.push({ path: r.to, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
+      plan.skipped.push({ path: r.to, code: 'settling', reason: settlingReason(atTo.mtimeMs, input.settleAfter!) });
       continue;
     }
     push(r.to, atTo, { type: 'update', path: r.to, localSha: atTo.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha });
@@ -485,7 +485,7 @@ export function planStore(input: PlanInput): Plan {
         // Written a moment ago: it may still be mid-write (a tool's temp file renamed in, an
         // append in progress). Left for the next pass; the final passes take it as it is.
         if (stillSettling(cell.local, input)) {
-          plan.skipped.push({ path, code: 'settling', reason: 'written less than a moment ago; left for the next pass' });
+          plan.skipped.push({ path, code: 'settling', reason: settlingReason(cell.local.mtimeMs, input.settleAfter!) });
           break;
         }
         if (readWrite) push(path, cell.local, { type: 'create', path, localSha: cell.local.sha, reason: 'new_local' });
@@ -613,4 +613,15 @@ function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathRea
     if (reason) return { code: reason.code, detail: `${folder} ${reason.detail}` };
   }
   return undefined;
+}
+
+/**
+ * Why a new file waits: it names the option that holds it and both instants, so an operator can
+ * tell a file still being written from a clock that runs behind the disk's.
+ */
+function settlingReason(mtimeMs: number, settleAfter: number): string {
+  return (
+    `new file modified within newFileSettle (at ${new Date(mtimeMs).toISOString()}; this pass takes new files ` +
+    `modified by ${new Date(settleAfter).toISOString()}); left for the next pass`
+  );
 }

@@ -6,7 +6,7 @@
 
 /** Why a whole store was skipped, failed or re-downloaded (`StoreSyncReport.code`). */
 export type StoreReasonCode =
-  /** The folder failed the trust check: never synced again this session (SPEC 4.4). */
+  /** The folder failed the trust check: never synced again this session. */
   | 'distrusted'
   /** The folder or its marker could not be read; tried again next pass. */
   | 'folder_unreadable'
@@ -85,7 +85,7 @@ export type PathReasonCode =
   | 'absence_unconfirmed'
   /** The store marker failed its last-moment check: no remote delete sent. */
   | 'marker_check_failed'
-  /** Both sides changed differently; the store keeps its version (SPEC 4.2). */
+  /** Both sides changed differently; the store keeps its version. */
   | 'conflict'
   /**
    * A conflict the store wins, but the conflict copy asked for (`conflictCopies`) could not be

@@ -21,7 +21,7 @@ import type { Logger, MountedStore } from './types.js';
 import { localChanges, unpushedChanges, wipedFolder } from './unpushed.js';
 
 /**
- * `MemoryMounter.recover` (SPEC 6.3): finishes what a dead mounter left, from its state records.
+ * `MemoryMounter.recover`: finishes what a dead mounter left, from its state records.
  *
  * For each record whose folder is still there and still carries the record's store in its
  * marker, the engine (a StoreSync resumed with the recorded baseline and unsettled writes) runs

@@ -3,7 +3,7 @@ import type { StoreMemory, StoreMemoryVersion } from './store-client.js';
 
 /**
  * What the engine knows of a store's memories between passes, and how the change feed (memory
- * versions, SPEC 6.4) moves it forward. Pure: no I/O, no clock of its own. The I/O around it is
+ * versions) moves it forward. Pure: no I/O, no clock of its own. The I/O around it is
  * remote-view.ts.
  *
  * The feed is an optimisation. Whenever a batch of versions leaves any doubt, the fold says so

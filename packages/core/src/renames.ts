@@ -30,8 +30,8 @@ import { EMPTY_SHA } from './sha256.js';
  * rename makes the old path leave the store, which deletions turned off must never do.
  */
 
-/** A memory in the store's content-free listing, by wire path (plan.ts's `RemoteEntry`). */
-interface RemoteSide {
+/** A memory in the store's listing without contents, by wire path: its id and sha. */
+export interface RemoteSide {
   id: string;
   sha: string;
 }

@@ -1,6 +1,7 @@
 import type { StoreErrorKind } from './errors.js';
 import type { EntryType } from './file-system.js';
 import type { PathReasonCode, ReasonCode, StoreReasonCode } from './reasons.js';
+import type { FullListingReason } from './remote-feed.js';
 import type { Access } from './types.js';
 
 /**
@@ -25,6 +26,23 @@ export interface UnpushedReport {
 }
 
 /**
+ * How a pass read the store's side:
+ * - `feed`: only the change feed, the versions created since the last read (`versions` read,
+ *   `changed` memories they changed): one request when nothing changed;
+ * - `listing`: a full listing of `memories`, and `reason`, why not the feed: `requested` (the
+ *   final sync, a pass told to), `pass_count` (`fullListingEvery`), `interval`
+ *   (`fullListingInterval`), `no_feed` (the client has no `listVersions`), `feed_refused`,
+ *   `feed_error`, `contradicted` (the store answered a write otherwise than the view
+ *   predicted), or a doubt about what the feed said (`no_start`, `tie`, `redacted`, …);
+ * - `reused`: what the pass just before learned, with no request (finalize's flush after its
+ *   final sync).
+ */
+export type StoreRead =
+  | { kind: 'feed'; versions: number; changed: number }
+  | { kind: 'listing'; reason: FullListingReason; memories: number }
+  | { kind: 'reused' };
+
+/**
  * What one pass did to one store. Paths are in wire form (`/notes/a.md`). Plain data: safe to
  * log as JSON, compare in tests, or send to a host's telemetry.
  */
@@ -36,7 +54,7 @@ export interface StoreSyncReport {
   access: Access;
   /**
    * `synced`: the table ran (some paths may still have failed: see `errors`).
-   * `redownloaded`: the folder was gone, emptied or wiped and was downloaded again (SPEC 4.4).
+   * `redownloaded`: the folder was gone, emptied or wiped and was downloaded again.
    * `skipped`: nothing was done on purpose (distrusted folder, or cut off by a time bound).
    * `failed`: the pass could not run for this store (listing failed, folder unreadable).
    */
@@ -70,6 +88,11 @@ export interface StoreSyncReport {
   errors: { path?: string; operation: string; kind: StoreErrorKind | 'filesystem'; message: string }[];
   /** Planned actions not started because a time bound ran out (finalize only). */
   cutOff: string[];
+  /**
+   * How this pass read the store, and why that way. Absent when the pass read nothing
+   * (skipped, failed before reading) or re-downloaded the store (a full listing with contents).
+   */
+  read?: StoreRead;
 }
 
 /** What `reconcile()` (or one of finalize's passes) did, store by store. */
@@ -163,7 +186,7 @@ export interface RecoveredStoreReport {
   pushed: string[];
   /**
    * Local edits of memories that also changed in the store since the recorded baseline: the
-   * store keeps its version (SPEC 4.2) and the local edit is dropped with the folder.
+   * store keeps its version and the local edit is dropped with the folder.
    */
   conflicts: string[];
   /**

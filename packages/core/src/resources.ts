@@ -4,8 +4,8 @@ import { hostPathOf, mountPathProblem, mountPathsClash, mountPathSlug } from './
 import type { Access, MemoryStoreResource, MountedStore } from './types.js';
 
 /**
- * Session resources -> the stores to mount, checked before anything is created (SPEC 4.1):
- * only `memory_store` resources count, at most 8, each store id once (SPEC 6.1), each with a
+ * Session resources -> the stores to mount, checked before anything is created:
+ * only `memory_store` resources count, at most 8, each store id once, each with a
  * valid mount path that no other store's path equals (ignoring case) or nests with.
  */
 export function resolveMounts(resources: readonly { type: string }[], memoryRoot: string): MountedStore[] {

@@ -6,7 +6,7 @@ import { hostPathOf, isWithin, mountPathProblem } from './mount-path.js';
 import type { Access, DeletionMode } from './types.js';
 
 /**
- * Crash-recovery records (SPEC 6.3): one JSON file per mounted store folder in the operator's
+ * Crash-recovery records: one JSON file per mounted store folder in the operator's
  * `stateDir`, saying which store the folder holds, where it is mounted, and the baseline the
  * engine last agreed on with the store. `MemoryMounter.recover` reads them after a crash to
  * final-sync each folder against its recorded baseline.

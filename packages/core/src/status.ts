@@ -27,14 +27,28 @@ export interface StoreStatus {
   pendingLocalChanges: number;
   /** Local deletions not sent yet (grace period, cap, `log_only` or `disabled`), from the last pass. */
   pendingDeletions: string[];
-  /** Why the folder is no longer trusted (never synced again, SPEC 4.4); null while trusted. */
+  /** Why the folder is no longer trusted (the folder is never synced again); null while trusted. */
   distrusted: string | null;
   /**
-   * The circuit breaker, while the store is unavailable (SPEC 6.7): how many passes in a row
+   * The circuit breaker, while the store is unavailable: how many passes in a row
    * found it so, and from when (clock time, ms) the next pass probes it with one request;
    * `probing` while that probe runs. Null while the store answers.
    */
   backoff: { failures: number; nextProbeAt: number; probing: boolean } | null;
+  /**
+   * Writes sent whose outcome is not known (the response was lost, or the call timed out), by
+   * path: each stays here until a listing of the store shows what it holds. A memory holding
+   * exactly `sha` then is this mounter's own write. Sorted by path; empty when none.
+   */
+  unknownWrites: UnknownWrite[];
+}
+
+/** A push whose outcome is unknown: what was sent to which path. */
+export interface UnknownWrite {
+  /** Wire form, `/notes/a.md`. */
+  path: string;
+  /** sha256 of the content sent. */
+  sha: string;
 }
 
 /**

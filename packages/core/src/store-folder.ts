@@ -837,7 +837,7 @@ interface OpenedParent {
   close(): Promise<void>;
 }
 
-/** A folder at `wirePath` cannot hold a memory: every path inside it breaks SPEC 5's limits. */
+/** A folder at `wirePath` cannot hold a memory: every path inside it breaks the service's path limits. */
 function beyondAnyMemoryPath(wirePath: string): boolean {
   return pathSegments(wirePath).length >= MAX_PATH_SEGMENTS || Buffer.byteLength(wirePath) >= MAX_PATH_BYTES;
 }

@@ -360,6 +360,7 @@ export class StoreSync {
       ...(opts.probe && { probe: true }),
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
+    report.read = read.source;
     const { remote, skipped } = read.index;
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const entry of skipped) {

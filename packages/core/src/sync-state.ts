@@ -9,8 +9,9 @@ export interface SyncState {
   /** path -> sha both sides held after the last successful transfer (or download). */
   baseline: Map<string, string>;
   /**
-   * path -> id of the memory each baseline entry was agreed with (renames.ts). Refreshed after
-   * each pass from what the store is known to hold; entries outside the baseline are dropped.
+   * path -> id of the memory each baseline entry was agreed with, so a memory renamed on either
+   * side keeps its id. Refreshed after each pass from what the store is known to hold; entries
+   * outside the baseline are dropped.
    */
   baselineIds: Map<string, string>;
   /** path -> clock (ms) when a file went missing while its memory was unchanged. */
@@ -26,7 +27,7 @@ export interface SyncState {
   unknownWrites: Map<string, string>;
   /** Keys of warnings already given, so a lasting condition is warned once, not every pass. */
   warned: Set<string>;
-  /** Set once the folder fails the trust check; never cleared (SPEC 4.4). */
+  /** Set once the folder fails the trust check; never cleared: a folder not ours is never synced again. */
   distrusted: string | null;
   /** File hashes by stat, so an idle pass reads no file twice. */
   scanCache: ScanCache;

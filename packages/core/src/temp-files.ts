@@ -41,7 +41,7 @@ export function isTempFileName(name: string): boolean {
 const CONFLICT_COPY = /\.conflict-\d{8}T\d{9}Z(\.[^./]*)?$/;
 
 /**
- * A conflict copy (see events.ts, conflictCopyPath): the losing local content of a conflict,
+ * A conflict copy (the `conflictCopies` option): the losing local content of a conflict,
  * kept beside the file for a human. Never synced: the scanner skips it, so the store never gets
  * it, and a remote memory so named is refused, as for temp files.
  */

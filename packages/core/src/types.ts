@@ -2,12 +2,12 @@ import type { FileSystem } from './file-system.js';
 import type { StoreClient } from './store-client.js';
 
 /**
- * What a local deletion may do to the store (SPEC 4.3): `enabled` sends the delete once its
+ * What a local deletion may do to the store: `enabled` sends the delete once its
  * checks pass, `log_only` runs the checks and logs the delete it would send, `disabled` never
  * deletes remotely. Uploads and pulls are the same in every mode.
  */
 export type DeletionMode = 'enabled' | 'log_only' | 'disabled';
-/** A store attached `read_only` is pulled but never pushed to nor deleted from (SPEC 4.6). */
+/** A store attached `read_only` is pulled but never pushed to nor deleted from. */
 export type Access = 'read_write' | 'read_only';
 
 /** A session resource, as the API returns it. */
@@ -48,8 +48,19 @@ export interface MemoryMounterOptions {
    * `memorySyncIntervalMs` is in ms). Default 15.
    */
   memory_sync_interval?: number;
+  /**
+   * The SDK's name for the sync interval, in **milliseconds**: `memorySyncIntervalMs: 15000` is
+   * `memory_sync_interval: 15`. A finite number > 0 and at most 3,600,000. Give one of the two;
+   * both given and different is a MemoryConfigError.
+   */
+  memorySyncIntervalMs?: number;
   /** What a local deletion does to the store: `enabled`, `log_only` or `disabled` (no unit). Default `enabled`. */
   memory_sync_deletions?: DeletionMode;
+  /**
+   * The SDK's name for `memory_sync_deletions`, same values. Give one of the two; both given and
+   * different is a MemoryConfigError.
+   */
+  memorySyncDeletions?: DeletionMode;
   /** **Seconds** a file must stay missing before its remote delete is sent. A finite number >= 0. Default 30. */
   deleteGracePeriod?: number;
   /**
@@ -82,7 +93,7 @@ export interface MemoryMounterOptions {
   newFileSettle?: number;
   /**
    * Host directory, outside the sandbox, where the mounter keeps one crash-recovery record per
-   * mounted store folder (SPEC 6.3): the store, where it is mounted, and the engine's baseline
+   * mounted store folder: the store, where it is mounted, and the engine's baseline
    * (path -> sha256, memory ids), written atomically at materialize and after every pass, and
    * removed with the folder. After a crash, `MemoryMounter.recover({ stateDir, ... })` uses them
    * to push what the dead mounter had not and remove its folders. An absolute path, not inside
@@ -97,11 +108,11 @@ export interface MemoryMounterOptions {
    * instead of removing it: `leftInPlace` lists it with `code: 'unpushed_kept'`, and a later
    * `MemoryMounter.recover` pushes what it can. Meaningful with `stateDir` (without a record,
    * `recover` cannot vouch for the folder). Default false: the folder is removed and the
-   * unpushed changes with it (SPEC 4.5).
+   * unpushed changes with it.
    */
   keepUnpushed?: boolean;
   /**
-   * When true, the local loser of a conflict (the store wins, SPEC 4.2) is written beside the
+   * When true, the local loser of a conflict (the store wins) is written beside the
    * file as `<name>.conflict-<timestamp>.<ext>` (UTC, to the millisecond) before the store's
    * version replaces it, like Syncthing. Such files are never synced in either direction and go
    * with the folder at finalize. A boolean, no unit. Default false (the `conflict` event still

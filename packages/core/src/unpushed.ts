@@ -3,7 +3,7 @@ import type { PathReasonCode, Reason } from './reasons.js';
 import type { StoreSyncReport, UnpushedReport } from './reports.js';
 
 /**
- * Which local changes finalize leaves unpushed (SPEC 6.2: name every one, with the reason).
+ * Which local changes finalize leaves unpushed: every one is named, with the reason.
  * Pure: the mounter hands in the flush's report, the baseline and the last trusted scan.
  */
 

@@ -301,7 +301,11 @@ describe('planStore: refusals, blocked paths, push-only flush', () => {
   it('a new file written after settleAfter waits for the next pass', () => {
     const local = new Map([[P, { sha: 'L', size: 1, mtimeMs: 2_000 }]]);
     expect(rw({}, { localFiles: local, settleAfter: 1_000 }).skipped).toEqual([
-      { path: P, code: 'settling', reason: 'written less than a moment ago; left for the next pass' },
+      {
+        path: P,
+        code: 'settling',
+        reason: 'new file modified within newFileSettle (at 1970-01-01T00:00:02.000Z; this pass takes new files modified by 1970-01-01T00:00:01.000Z); left for the next pass',
+      },
     ]);
     expect(rw({}, { localFiles: local, settleAfter: 2_000 }).actions).toMatchObject([{ type: 'create' }]);
   });

@@ -57,6 +57,18 @@ describe('runSessionWithMemory', () => {
     expect(report?.outcome).toBe('aborted');
   });
 
+  it('a fields-first logger (pino marks its loggers with a global symbol) gets (fields, msg)', async () => {
+    const { mounter } = await mounted();
+    const calls: unknown[][] = [];
+    const record = (...args: unknown[]) => void calls.push(args);
+    // What pino puts on every instance; the core's tests use the real pino package.
+    const pinoLike = { [Symbol.for('pino.serializers')]: {}, debug: record, info: record, warn: record, error: record };
+    await runSessionWithMemory(mounter, async () => undefined, { logger: pinoLike });
+    const finalized = calls.find(([, msg]) => msg === 'memory finalized');
+    expect(finalized).toBeDefined();
+    expect(finalized![0]).toMatchObject({ outcome: 'completed' });
+  });
+
   it('a null mounter just runs the body', async () => {
     await expect(runSessionWithMemory(null, async () => 'ran')).resolves.toBe('ran');
   });

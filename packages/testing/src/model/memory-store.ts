@@ -174,7 +174,7 @@ export class MemoryStore {
   }
 
   /**
-   * One page of the listing, sorted by path (see listing.ts): memories, and at `depth` > 0 the
+   * One page of the listing, sorted by path as the service sorts it: memories, and at `depth` > 0 the
    * roll-ups of deeper folders. Read live, page by page, as the service does.
    */
   list(request: ListRequest): { entries: ListEntry[]; nextPage: string | null } {

@@ -56,6 +56,16 @@ export class MemoryService {
     return store;
   }
 
+  /** Whether a store with this id exists (a helper or a request made it). */
+  hasStore(storeId: string): boolean {
+    return this.#stores.has(storeId);
+  }
+
+  /** Makes an empty store with this id, as creating one in the Console would; a no-op when it exists. */
+  createStore(storeId: string): MemoryStore {
+    return this.store(storeId);
+  }
+
   /** Creates one memory per entry, by the service's rules (a bad path or an overlap throws). */
   seed(storeId: string, files: Record<string, string>): MemoryRecord[] {
     const store = this.store(storeId);

@@ -62,7 +62,9 @@ const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
  *
  * The stores and their rules are the service model (`MemoryService`, one `MemoryStore` per
  * store) that `InMemoryStoreClient` answers from too; this class only maps HTTP to the model
- * and back. Stores are created on first use. The model's helpers (`seed`, `snapshot`,
+ * and back. A store exists once a helper names it (`createStore`, `seed`, ...); a request for
+ * any other store id is a 404, as on the service (`unknownStores: 'create'` makes it on first
+ * use instead). The model's helpers (`seed`, `snapshot`,
  * `writeMemory`, `renameMemory`, `deleteMemory`, `plantMemory`, ...) act on the stores directly,
  * as another writer would: no HTTP, no latency, faults or counters.
  *

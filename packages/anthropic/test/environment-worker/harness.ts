@@ -48,9 +48,23 @@ export async function emulator(leaseTtlSeconds = 300): Promise<{ server: MemoryA
   return { server, baseURL, events };
 }
 
-/** The worker's client: the environment key, the emulator's URL, no SDK retries. */
+/**
+ * The worker's client: the environment key, the emulator's URL, no SDK retries. With `logger`,
+ * the SDK logs to it from `info` up (the SDK's worker logs through its client).
+ */
 export function workerClient(baseURL: string, logger?: Logger): Anthropic {
-  return new Anthropic({ apiKey: null, authToken: ENV_KEY, baseURL, maxRetries: 0, ...(logger && { logger, logLevel: 'info' as const }) });
+  const sdkLogger = logger && {
+    debug: (msg: string, ...rest: unknown[]) => logger.debug(msg, fieldsOf(rest)),
+    info: (msg: string, ...rest: unknown[]) => logger.info(msg, fieldsOf(rest)),
+    warn: (msg: string, ...rest: unknown[]) => logger.warn(msg, fieldsOf(rest)),
+    error: (msg: string, ...rest: unknown[]) => logger.error(msg, fieldsOf(rest)),
+  };
+  return new Anthropic({ apiKey: null, authToken: ENV_KEY, baseURL, maxRetries: 0, ...(sdkLogger && { logger: sdkLogger, logLevel: 'info' as const }) });
+}
+
+function fieldsOf(rest: unknown[]): Record<string, unknown> | undefined {
+  const first = rest[0];
+  return typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : rest.length > 0 ? { args: rest } : undefined;
 }
 
 /** Resolves once the control plane announces an event `matches` accepts. */

@@ -10,6 +10,7 @@ import {
   MemoryMountError,
   type DeletionMode,
   type Logger,
+  type MemoryMounterOptions,
   type MounterEventName,
   type StoreClient,
 } from '@memory-mounter/core';
@@ -29,6 +30,18 @@ import {
   type WorkerEvents,
   type WorkerItem,
 } from './worker-options.js';
+
+/** The store client of the mounter built only to check the options: never called. */
+const UNUSED_STORE_CLIENT: StoreClient = {
+  list: () => refuse(),
+  get: () => refuse(),
+  create: () => refuse(),
+  update: () => refuse(),
+  delete: () => refuse(),
+};
+function refuse(): never {
+  throw new Error('the options check mounter makes no store call');
+}
 
 /** The mounter events a `WorkerListeners` may name; the rest of its keys are the worker's own. */
 const MOUNTER_EVENTS: readonly MounterEventName[] = ['conflict', 'pulled', 'pushed', 'deleted', 'refused', 'progress'];
@@ -90,6 +103,9 @@ export class EnvironmentWorker {
     this.workerId = options.workerId;
     this.requestOptions = options.requestOptions;
     this.#logger = options.logger ?? debugLogger();
+    // The mounter's options are checked now, not at the first item: a bad memoryRoot, stateDir
+    // or time bound is the operator's to fix before any work is claimed. Construction does no I/O.
+    void new MemoryMounter(this.#mounterOptions(UNUSED_STORE_CLIENT));
   }
 
   /**
@@ -313,8 +329,19 @@ export class EnvironmentWorker {
   }
 
   #mounter(storeClient: StoreClient, item: WorkerItem): MemoryMounter {
+    const mounter = new MemoryMounter(this.#mounterOptions(storeClient));
+    const listeners = this.#options.on ?? {};
+    for (const name of MOUNTER_EVENTS) {
+      const listener = listeners[name] as ((event: unknown, item: WorkerItem) => void) | undefined;
+      if (listener) mounter.on(name, (event: unknown) => listener(event, item));
+    }
+    return mounter;
+  }
+
+  /** Every item's mounter options; the worker's `mounter` options under its own. */
+  #mounterOptions(storeClient: StoreClient): MemoryMounterOptions {
     const { memoryRoot, fileSystem, stateDir } = this.#options;
-    const mounter = new MemoryMounter({
+    return {
       ...this.#options.mounter,
       storeClient,
       logger: this.#logger,
@@ -324,13 +351,7 @@ export class EnvironmentWorker {
       ...(stateDir !== undefined && { stateDir }),
       // The SDK's milliseconds, the mounter's seconds.
       ...(typeof this.memorySyncIntervalMs === 'number' && { memory_sync_interval: this.memorySyncIntervalMs / 1000 }),
-    });
-    const listeners = this.#options.on ?? {};
-    for (const name of MOUNTER_EVENTS) {
-      const listener = listeners[name] as ((event: unknown, item: WorkerItem) => void) | undefined;
-      if (listener) mounter.on(name, (event: unknown) => listener(event, item));
-    }
-    return mounter;
+    };
   }
 
   async #recover(storeClient: StoreClient, item: WorkerItem | null, memoryStoreIds: readonly string[] | undefined): Promise<void> {

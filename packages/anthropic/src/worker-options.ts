@@ -124,6 +124,8 @@ const RENAMED: Record<string, string> = {
 };
 
 const DELETION_MODES = ['enabled', 'log_only', 'disabled'];
+/** The mounter's longest interval (an hour), in the SDK's unit. */
+const MAX_SYNC_INTERVAL_MS = 3_600_000;
 
 /**
  * Checks the options and throws `MemoryConfigError` naming the first key at fault: an unknown
@@ -147,8 +149,11 @@ export function checkWorkerOptions(options: EnvironmentWorkerOptions): void {
   }
   if (typeof options.client !== 'object' || options.client === null) throw new MemoryConfigError('client (an Anthropic client) is required', 'client');
   const interval = options.memorySyncIntervalMs;
-  if (interval !== undefined && interval !== null && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0)) {
-    throw new MemoryConfigError(`memorySyncIntervalMs must be a number of milliseconds > 0, or null; got ${JSON.stringify(interval)}`, 'memorySyncIntervalMs');
+  if (interval !== undefined && interval !== null && !(typeof interval === 'number' && Number.isFinite(interval) && interval > 0 && interval <= MAX_SYNC_INTERVAL_MS)) {
+    throw new MemoryConfigError(
+      `memorySyncIntervalMs must be a number of milliseconds > 0 and at most ${MAX_SYNC_INTERVAL_MS} (an hour), or null; got ${JSON.stringify(interval)}`,
+      'memorySyncIntervalMs',
+    );
   }
   if (options.memorySyncDeletions !== undefined && !DELETION_MODES.includes(options.memorySyncDeletions)) {
     throw new MemoryConfigError(`memorySyncDeletions must be one of ${DELETION_MODES.join(', ')}`, 'memorySyncDeletions');

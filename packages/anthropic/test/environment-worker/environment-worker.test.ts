@@ -269,6 +269,14 @@ describe('EnvironmentWorker options', () => {
     expect(attempt({ memorySyncIntervalMs: -1 })).toThrow(expect.objectContaining({ option: 'memorySyncIntervalMs' }));
   });
 
+  it('the mounter\'s options are checked at construction, before any work is claimed', () => {
+    const attempt = (extra: Partial<EnvironmentWorkerOptions>) => () => new EnvironmentWorker({ client, ...extra });
+    expect(attempt({ memoryRoot: 'relative/path' })).toThrow(expect.objectContaining({ name: 'MemoryConfigError', option: 'memoryRoot' }));
+    expect(attempt({ mounter: { finalSyncTimeout: -1 } })).toThrow(expect.objectContaining({ option: 'finalSyncTimeout' }));
+    // Milliseconds, at most an hour: 15 s mistyped as 15,000 s is refused, by the worker's name.
+    expect(attempt({ memorySyncIntervalMs: 15_000_000 })).toThrow(expect.objectContaining({ option: 'memorySyncIntervalMs' }));
+  });
+
   it('takes every option of the SDK\'s worker, with its defaults', () => {
     const w = new EnvironmentWorker({
       client,

@@ -385,7 +385,9 @@ export class EnvironmentWorker {
   /** `work.stop` with `force`, with the item's credential. A 409 means it is already stopped. */
   async #forceStop(itemClient: Anthropic, work: WorkItem): Promise<void> {
     try {
-      await itemClient.beta.environments.work.stop(work.id, { environment_id: work.environment_id, force: true }, { ...this.requestOptions });
+      // The caller's headers go along; a signal in requestOptions is ignored, as the SDK ignores it.
+      const { signal: _ignored, ...requestOptions } = this.requestOptions ?? {};
+      await itemClient.beta.environments.work.stop(work.id, { environment_id: work.environment_id, force: true }, requestOptions);
     } catch (err) {
       if ((err as { status?: unknown } | null)?.status !== 409) {
         this.#logger.error('force-stop on exit failed', { work_id: work.id, error: messageOf(err) });

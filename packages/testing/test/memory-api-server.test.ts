@@ -546,6 +546,8 @@ describe('what the service knows', () => {
     expect(listing.status).toBe(404);
     expect(listing.json.error).toMatchObject({ type: 'not_found_error', message: expect.stringContaining('memstore_unknown') });
     expect((await call('POST', '/v1/memory_stores/memstore_unknown/memories', { body: { path: '/a.md', content: 'a' } })).status).toBe(404);
+    // Reading it back does not make it either.
+    expect(server.snapshot('memstore_unknown')).toEqual({});
     expect(server.hasStore('memstore_unknown')).toBe(false);
     server.seed('memstore_seeded', {});
     expect((await call('GET', '/v1/memory_stores/memstore_seeded/memories')).json.data).toEqual([]);

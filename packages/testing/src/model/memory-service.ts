@@ -109,8 +109,11 @@ export class MemoryService {
 
   /** Every memory of the store, sorted by path. */
   memories(storeId: string): MemoryRecord[] {
+    // Reading does not make the store: an unknown one stays unknown (the emulator 404s it).
+    const store = this.#stores.get(storeId);
+    if (!store) return [];
     // Code-unit order, like a byte-wise sort for the ASCII paths tests use.
-    return this.store(storeId)
+    return store
       .all()
       .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
       .map((memory) => ({ ...memory }));
@@ -118,7 +121,7 @@ export class MemoryService {
 
   /** Every retained version of the store, newest first (content kept). */
   versions(storeId: string): VersionRecord[] {
-    return this.store(storeId).versions.all();
+    return this.#stores.get(storeId)?.versions.all() ?? [];
   }
 
   /**

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane, sessionsTokenFromSecret } from '@memory-mounter/anthropic';
+import { sessionsTokenFromSecret } from '@memory-mounter/anthropic';
 import type { FinalizeReport } from '@memory-mounter/core';
 import { MemoryApiServer, type AgentToolCall, type AgentToolOutcome, type ControlPlaneEvent } from '@memory-mounter/testing';
 import { brief, Timeline, type Output } from './timeline.js';
-import { runWorker } from './worker.js';
+import { customWorker } from './worker.js';
 
 const ENVIRONMENT_ID = 'env_emulated';
 const ENVIRONMENT_KEY = 'environment-key-emulated';
@@ -35,7 +35,7 @@ export interface EmulatedRunOutcome {
 }
 
 /**
- * The custom worker, unchanged, against the emulated service: `liveControlPlane` polls the
+ * The custom worker, unchanged, against the emulated service: its `EnvironmentWorker` polls the
  * emulator's work queue, acks the item, heartbeats its lease, and serves the session's tool
  * calls with `SessionToolRunner`; the session is played by a scripted agent; memory goes
  * through the real SDK to the emulator's memory endpoints with the item's sessions token.
@@ -46,8 +46,10 @@ export async function runEmulatedSession(options: EmulatedRunOptions = {}): Prom
   const base = await realpath(await mkdtemp(join(tmpdir(), 'mm-custom-worker-')));
   const memoryRoot = join(base, 'mnt-memory');
   const workdir = join(base, 'work');
+  const stateDir = join(base, 'state');
   await mkdir(memoryRoot);
   await mkdir(workdir);
+  await mkdir(stateDir);
   // The memory endpoints take only the item's sessions token, the queue only the environment key.
   const server = new MemoryApiServer({
     apiKey: SESSIONS_TOKEN,
@@ -63,7 +65,7 @@ export async function runEmulatedSession(options: EmulatedRunOptions = {}): Prom
 
   try {
     const baseURL = await server.start();
-    timeline.say(`memory-mounter custom worker · liveControlPlane against the emulator at ${baseURL}`);
+    timeline.say(`memory-mounter custom worker · EnvironmentWorker against the emulator at ${baseURL}`);
     timeline.say(`memoryRoot ${memoryRoot} stands for /mnt/memory; workdir ${workdir}`);
     timeline.showMemoryRootAs(memoryRoot);
     timeline.say();
@@ -78,6 +80,9 @@ export async function runEmulatedSession(options: EmulatedRunOptions = {}): Prom
       { call: { name: 'edit', input: { file_path: join(notes, 'todo.md'), old_string: 'milk', new_string: 'oat milk' } } },
       { call: { name: 'write', input: { file_path: join(notes, 'journal', 'day-1.md'), content: 'Met the team.\n' } }, thinkMs: options.thinkMs ?? 700 },
       { call: { name: 'write', input: { file_path: join(style, 'tone.md'), content: 'Be verbose.\n' } } },
+      // The worker's own tool, under the same guard: into Notes it saves, into House Style it is refused.
+      { call: { name: 'save_note', input: { store: 'Notes', title: 'met', text: 'Ana, Bo.\n' } } },
+      { call: { name: 'save_note', input: { store: 'House Style', title: 'tone', text: 'Shout.\n' } } },
     ];
     server.controlPlane.playSession(
       SESSION_ID,
@@ -99,40 +104,43 @@ export async function runEmulatedSession(options: EmulatedRunOptions = {}): Prom
     timeline.event('queue', `${queued.id} queued for session ${SESSION_ID}`);
     server.controlPlane.on((event) => narrate(timeline, event, server));
 
-    // The worker: what src/main.ts runs against the live service, with the emulator's URL and a
-    // drained poll (it stops once the queue is empty). maxIdleMs: how long the runner keeps an
-    // idle session before it lets the item go (60 s by default).
+    // The worker: what src/main.ts runs against the live service, with the emulator's URL and
+    // `drain` (it returns once the queue is empty). maxIdleMs: how long the runner keeps an idle
+    // session before it lets the item go (60 s by default).
     const client = new Anthropic({ apiKey: null, authToken: ENVIRONMENT_KEY, baseURL, maxRetries: 0 });
-    await runWorker(
-      {
-        client,
-        controlPlane: liveControlPlane({ client, environmentId: ENVIRONMENT_ID, environmentKey: ENVIRONMENT_KEY, drain: true, maxIdleMs: 200 }),
-        workdir,
-        memoryRoot,
-        // Every tool call syncs here (the default, 15 s, would leave it all to finalize).
-        memory_sync_interval: 0.001,
-        // The agent writes through the toolset (temp file, then rename): never half-written.
-        newFileSettle: 0,
-        onMounted: (_work, mounts) =>
-          timeline.event('worker', `mounted ${mounts.map((m) => `${m.name} at ${m.mountPath} (${m.access})`).join(', ')}`),
-        onFinalize: (_work, report) => {
+    await customWorker({
+      client,
+      environmentId: ENVIRONMENT_ID,
+      environmentKey: ENVIRONMENT_KEY,
+      drain: true,
+      maxIdleMs: 200,
+      workdir,
+      memoryRoot,
+      stateDir,
+      // Every tool call syncs here (the default, 15 s, would leave it all to finalize).
+      memorySyncIntervalMs: 1,
+      // The agent writes through the toolset (temp file, then rename): never half-written.
+      mounter: { newFileSettle: 0 },
+      on: {
+        mounted: (mounts) => timeline.event('worker', `mounted ${mounts.map((m) => `${m.name} at ${m.mountPath} (${m.access})`).join(', ')}`),
+        pushed: (e) => timeline.event('memory', `pushed ${e.path} to ${e.memoryStoreId}`),
+        finalized: (report) => {
           finalize = report;
           timeline.event('worker', `finalize ${report.outcome}: pushed ${pathsOf(report, 'pushed')}; removed ${report.removed.join(', ') || 'nothing'}`);
         },
-        logger: {
-          debug: () => {},
-          info: () => {},
-          warn: (msg, fields) => timeline.event('warn', `${msg} ${brief(fields, 120)}`),
-          error: (msg, fields) => timeline.event('error', `${msg} ${brief(fields, 120)}`),
-        },
       },
-      new AbortController().signal,
-    );
+      logger: {
+        debug: () => {},
+        info: () => {},
+        warn: (msg, fields) => timeline.event('warn', `${msg} ${brief(fields, 120)}`),
+        error: (msg, fields) => timeline.event('error', `${msg} ${brief(fields, 120)}`),
+      },
+    }).run();
 
     timeline.say();
     const snapshot = server.snapshot('memstore_notes');
     expect(
-      JSON.stringify(snapshot) === JSON.stringify({ '/journal/day-1.md': 'Met the team.\n', '/todo.md': '- buy oat milk\n' }),
+      JSON.stringify(snapshot) === JSON.stringify({ '/journal/day-1.md': 'Met the team.\n', '/notes/met.md': 'Ana, Bo.\n', '/todo.md': '- buy oat milk\n' }),
       `the Notes store holds the agent's edits: ${brief(snapshot, 100)}`,
     );
     expect(server.snapshot('memstore_style')['/tone.md'] === 'Be brief.\n', 'the read-only House Style store is untouched');
@@ -140,6 +148,11 @@ export async function runEmulatedSession(options: EmulatedRunOptions = {}): Prom
     expect(edit?.notesWhenAnswered['/todo.md'] === '- buy oat milk\n', 'the edit was in the store before its result reached the agent (a call waits for its reconcile)');
     const refused = calls.find((c) => c.outcome.call.input['file_path'] === join(style, 'tone.md'));
     expect(refused?.outcome.isError === true && /read-only/.test(refused.outcome.text), 'the write into the read-only store came back as an error the agent can read');
+    const notes2 = calls.filter((c) => c.outcome.call.name === 'save_note');
+    expect(
+      notes2.map((c) => c.outcome.isError).join() === 'false,true' && /read-only/.test(notes2[1]?.outcome.text ?? ''),
+      'the worker\'s own save_note went through the same guard: saved into Notes, refused for House Style',
+    );
     const beats = server.controlPlane.heartbeats(queued.id);
     expect(beats.length >= 2 && beats.every((b) => b.lease_extended), `the lease was heartbeated and renewed (${beats.length} heartbeats)`);
     expect(server.controlPlane.work(queued.id).state === 'stopped', 'the work item was released (stopped)');

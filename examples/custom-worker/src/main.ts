@@ -1,7 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane } from '@memory-mounter/anthropic';
 import { runEmulatedSession } from './emulated.js';
-import { runWorker } from './worker.js';
+import { customWorker } from './worker.js';
 
 /**
  * `start --emulator`: the same worker, offline, against the emulated service (src/emulated.ts);
@@ -9,7 +8,8 @@ import { runWorker } from './worker.js';
  *
  * Otherwise the worker against the live service. Needs ANTHROPIC_ENVIRONMENT_ID and
  * ANTHROPIC_ENVIRONMENT_KEY; the operator prepares /mnt/memory (`mkdir -p /mnt/memory`, owned by
- * the worker's user). SIGINT/SIGTERM end the loop; the session in flight is finalized `aborted`.
+ * the worker's user) and, for crash recovery, STATE_DIR (a folder outside the sandbox).
+ * SIGINT/SIGTERM end the loop; the session in flight is finalized `aborted`.
  */
 async function main(): Promise<void> {
   const environmentId = required('ANTHROPIC_ENVIRONMENT_ID');
@@ -20,16 +20,13 @@ async function main(): Promise<void> {
   const stop = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => stop.abort());
 
-  await runWorker(
-    {
-      client,
-      controlPlane: liveControlPlane({ client, environmentId, environmentKey }),
-      workdir: process.env['WORKDIR'] ?? process.cwd(),
-    },
-    stop.signal,
-  ).catch((err: unknown) => {
-    if (!stop.signal.aborted) throw err;
-  });
+  await customWorker({
+    client,
+    environmentId,
+    environmentKey,
+    workdir: process.env['WORKDIR'] ?? process.cwd(),
+    ...(process.env['STATE_DIR'] && { stateDir: process.env['STATE_DIR'] }),
+  }).run(stop.signal);
 }
 
 function required(name: string): string {

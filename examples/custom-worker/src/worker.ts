@@ -1,99 +1,105 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
-import { betaAgentToolset20260401, type AgentToolContext } from '@anthropic-ai/sdk/tools/agent-toolset/node';
-import { mountSessionMemory, runSessionWithMemory, withMemorySync, type ControlPlane, type WorkItem } from '@memory-mounter/anthropic';
-import { debugLogger, MemoryMountError, type DeletionMode, type FinalizeReport, type Logger, type MountedStore } from '@memory-mounter/core';
+import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
+import { EnvironmentWorker, type EnvironmentWorkerOptions, type WorkerListeners } from '@memory-mounter/anthropic';
+import { debugLogger, mountPathSlug, type Logger } from '@memory-mounter/core';
 
-export interface WorkerOptions {
-  /** The worker's client: base URL, retries, timeout. Memory calls swap its key for the item's sessions token. */
+export interface CustomWorkerOptions
+  extends Pick<EnvironmentWorkerOptions, 'environmentId' | 'environmentKey' | 'memorySyncIntervalMs' | 'maxIdleMs' | 'drain' | 'mounter' | 'stateDir'> {
+  /** The worker's client: base URL, retries, timeout. Each item's calls swap its key for the item's sessions token. */
   client: Anthropic;
-  /** Where work comes from and where tool calls are served: the live service, or a fake in tests. */
-  controlPlane: ControlPlane;
   /** The agent's working directory: relative tool paths resolve here. */
   workdir: string;
   /** Where `/mnt/memory` lies on this host (default `/mnt/memory`); the operator creates it. */
   memoryRoot?: string;
-  /** Seconds between syncs (default 15); `null` runs every session without its memory. */
-  memory_sync_interval?: number | null;
-  memory_sync_deletions?: DeletionMode;
   logger?: Logger;
-  /** Clock in ms for the sync interval; tests pass one they move by hand. */
-  now?: () => number;
-  /** Seconds a new file must rest before a sync pushes it (default 1); a scripted agent that writes whole files can use 0. */
-  newFileSettle?: number;
-  /** Called once an item's memory is mounted (`mounts` empty when it runs without memory). */
-  onMounted?: (work: WorkItem, mounts: readonly MountedStore[]) => void;
-  /** Called with an item's finalize report, once its memory is torn down. */
-  onFinalize?: (work: WorkItem, report: FinalizeReport) => void;
+  /** More listeners, beside the operator's log lines this worker writes for each event. */
+  on?: WorkerListeners;
 }
 
 /**
- * The poll loop: serves each claimed work item in turn until `signal` aborts. One failed item
- * is logged and let go (the control plane releases it); it never stops the worker, or a store
- * folder left behind by a crash would fail every item after it.
+ * The SDK's `EnvironmentWorker` shape with memory by memory-mounter, plus what this worker adds:
+ * - `save_note`, a tool of its own that writes a note into a store by the store's name; it goes
+ *   through the same write guard as the toolset's `write` and `edit` (`writeGuard`), so a note
+ *   for a read-only store, or for a name that is no store, comes back to the agent as an error;
+ * - an operator's log line for each memory event (pushed, conflict, a failed item, ...);
+ * - `stateDir`: a worker killed mid-session leaves a record, and the next start (or the next
+ *   item at that mount path) pushes what the dead one had not.
  */
-export async function runWorker(options: WorkerOptions, signal: AbortSignal): Promise<void> {
+export function customWorker(options: CustomWorkerOptions): EnvironmentWorker {
   const logger = options.logger ?? debugLogger('custom-worker');
-  for await (const work of options.controlPlane.claimWork(signal)) {
-    try {
-      await handleWorkItem(work, options, signal);
-    } catch (err) {
-      if (signal.aborted) throw err;
-      logger.error('work item failed', {
-        work_id: work.id,
-        error: err instanceof Error ? err.message : String(err),
-        ...(err instanceof MemoryMountError && { code: err.code }),
-      });
-    }
-  }
-}
-
-/**
- * One work item: mount its memory, give the agent the toolset confined to the workdir and the
- * stores, serve the session, and always finalize memory, `completed` on a clean end, `aborted`
- * otherwise. Returns the finalize report, or `null` when the session ran without memory.
- *
- * Throws `MemoryMountError` before any tool runs when the stores cannot be mounted, notably
- * `missing_secret` when the item carries no sessions token: running without the memory the
- * session was promised would lose it silently.
- */
-export async function handleWorkItem(work: WorkItem, options: WorkerOptions, signal: AbortSignal): Promise<FinalizeReport | null> {
-  if (work.data.type !== 'session') return null;
-  const logger = options.logger ?? debugLogger('custom-worker');
-
-  const mounter = await mountSessionMemory({
-    client: options.client,
-    sessionId: work.data.id,
-    secret: work.secret,
+  const memoryRoot = options.memoryRoot ?? '/mnt/memory';
+  const { on = {}, ...rest } = options;
+  return new EnvironmentWorker({
+    ...rest,
+    memoryRoot,
     logger,
-    ...pickDefined(options, ['memoryRoot', 'memory_sync_interval', 'memory_sync_deletions', 'now', 'newFileSettle']),
-  });
-  options.onMounted?.(work, [...(mounter?.mounts ?? [])]);
-
-  // The file tools may reach the workdir and every store; the read-only stores are refused by
-  // the toolset itself, and again by withMemorySync's guard, which also covers folders under
-  // the memory root that belong to no store.
-  const context: AgentToolContext = {
-    workdir: options.workdir,
-    allowedRoots: [...(mounter?.roots ?? [])],
-    readOnlyRoots: [...(mounter?.readOnlyRoots ?? [])],
-  };
-  const tools = withMemorySync(betaAgentToolset20260401(context), mounter, { workdir: options.workdir, logger });
-
-  let report: FinalizeReport | null = null;
-  await runSessionWithMemory(mounter, () => options.controlPlane.runSession(work, tools, signal), {
-    signal,
-    logger,
-    onFinalize: (r) => {
-      report = r;
-      options.onFinalize?.(work, r);
+    tools: (ctx) => [...betaAgentToolset20260401(ctx), saveNoteTool(memoryRoot)],
+    writeGuard: {
+      writeTools: ['write', 'edit', 'save_note'],
+      targetPath: (tool, input) => (tool === 'save_note' ? notePath(memoryRoot, input as SaveNoteInput) : filePathOf(input)),
+    },
+    on: {
+      ...on,
+      pushed: (e, item) => {
+        logger.info('memory pushed', { session_id: item?.sessionId, memory_store_id: e.memoryStoreId, path: e.path });
+        on.pushed?.(e, item);
+      },
+      conflict: (e, item) => {
+        // The store's version wins; the agent's bytes are in the event, for a copy kept elsewhere.
+        logger.warn('memory conflict: the store wins', { session_id: item?.sessionId, memory_store_id: e.memoryStoreId, path: e.path, lost_bytes: e.localContent.byteLength });
+        on.conflict?.(e, item);
+      },
+      failed: (e, item) => {
+        logger.warn('work item let go', { work_id: e.workId, code: e.code, session_id: item?.sessionId });
+        on.failed?.(e, item);
+      },
     },
   });
-  return report;
 }
 
-/** Only the options that were given, so the hook's own defaults apply to the rest. */
-function pickDefined<T extends object, K extends keyof T>(source: T, keys: readonly K[]): Partial<Pick<T, K>> {
-  const out: Partial<Pick<T, K>> = {};
-  for (const key of keys) if (source[key] !== undefined) out[key] = source[key];
-  return out;
+interface SaveNoteInput {
+  /** The store's name as the session attached it (`Notes`); its folder is the name's slug. */
+  store: string;
+  /** The note's file name, without `.md`. */
+  title: string;
+  text: string;
+}
+
+/** Where a note lands: `<memoryRoot>/<slug of the store's name>/notes/<title>.md`. */
+function notePath(memoryRoot: string, input: SaveNoteInput): string | undefined {
+  if (typeof input?.store !== 'string' || typeof input.title !== 'string') return undefined;
+  return join(memoryRoot, mountPathSlug(input.store), 'notes', `${input.title}.md`);
+}
+
+/**
+ * `save_note { store, title, text }`: the agent keeps a note in a memory store without knowing
+ * its folder. The worker's write guard has already checked the target when `run` is called.
+ */
+function saveNoteTool(memoryRoot: string): BetaRunnableTool<SaveNoteInput> {
+  return {
+    type: 'custom',
+    name: 'save_note',
+    description: 'Save a markdown note into one of the session\'s memory stores, by the store\'s name.',
+    input_schema: {
+      type: 'object',
+      properties: { store: { type: 'string' }, title: { type: 'string' }, text: { type: 'string' } },
+      required: ['store', 'title', 'text'],
+    },
+    parse: (input: unknown) => input as SaveNoteInput,
+    run: async (input) => {
+      const path = notePath(memoryRoot, input);
+      if (!path) throw new Error('save_note needs store, title and text');
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, input.text);
+      return `saved ${path}`;
+    },
+  };
+}
+
+function filePathOf(input: unknown): string | undefined {
+  const path = (input as { file_path?: unknown } | null)?.file_path;
+  return typeof path === 'string' && path.length > 0 ? path : undefined;
 }

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane, sessionsTokenFromSecret } from '@memory-mounter/anthropic';
+import { sessionsTokenFromSecret } from '@memory-mounter/anthropic';
 import type { FinalizeReport } from '@memory-mounter/core';
 import { MemoryApiServer, type AgentToolOutcome, type ControlPlaneEvent } from '@memory-mounter/testing';
 import { brief, Timeline, type Output } from './timeline.js';
@@ -47,7 +47,7 @@ export interface EmulatedRunOutcome {
 /**
  * The webhook handler, unchanged, against the emulated service: a forged delivery is refused,
  * a signed `session.status_run_started` is answered 202 at once, and behind it the handler's
- * `liveControlPlane` (a draining `WorkPoller`, `SessionToolRunner`, the lease heartbeat) claims
+ * `EnvironmentWorker` (a draining `WorkPoller`, `SessionToolRunner`, the lease heartbeat) claims
  * the queued item and serves the scripted agent's calls with memory mounted and synced.
  */
 export async function runEmulatedWebhook(options: EmulatedRunOptions = {}): Promise<EmulatedRunOutcome> {
@@ -73,7 +73,7 @@ export async function runEmulatedWebhook(options: EmulatedRunOptions = {}): Prom
 
   try {
     const baseURL = await server.start();
-    timeline.say(`memory-mounter webhook handler · liveControlPlane against the emulator at ${baseURL}`);
+    timeline.say(`memory-mounter webhook handler · EnvironmentWorker against the emulator at ${baseURL}`);
     timeline.say(`memoryRoot ${memoryRoot} stands for /mnt/memory`);
     timeline.showMemoryRootAs(memoryRoot);
     timeline.say();
@@ -93,14 +93,19 @@ export async function runEmulatedWebhook(options: EmulatedRunOptions = {}): Prom
     const client = new Anthropic({ apiKey: null, authToken: ENVIRONMENT_KEY, baseURL, maxRetries: 0, webhookKey: signingKey });
     webhooks = new WebhookHandler({
       client,
-      controlPlane: liveControlPlane({ client, environmentId: ENVIRONMENT_ID, environmentKey: ENVIRONMENT_KEY, drain: true, maxIdleMs: 200 }),
+      environmentId: ENVIRONMENT_ID,
+      environmentKey: ENVIRONMENT_KEY,
+      maxIdleMs: 200,
       workdir: base,
       memoryRoot,
-      memory_sync_interval: 0.001, // every tool call syncs
-      onMounted: (_work, mounts) => timeline.event('worker', `mounted ${mounts.map((m) => `${m.name} at ${m.mountPath} (${m.access})`).join(', ')}`),
-      onFinalize: (_work, report) => {
-        finalize = report;
-        timeline.event('worker', `finalize ${report.outcome}: removed ${report.removed.join(', ') || 'nothing'}`);
+      memorySyncIntervalMs: 1, // every tool call syncs
+      on: {
+        mounted: (mounts) => timeline.event('worker', `mounted ${mounts.map((m) => `${m.name} at ${m.mountPath} (${m.access})`).join(', ')}`),
+        pushed: (e) => timeline.event('memory', `pushed ${e.path} to ${e.memoryStoreId}`),
+        finalized: (report) => {
+          finalize = report;
+          timeline.event('worker', `finalize ${report.outcome}: removed ${report.removed.join(', ') || 'nothing'}`);
+        },
       },
       logger: {
         debug: () => {},

@@ -1,6 +1,5 @@
 import { createServer } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
-import { liveControlPlane } from '@memory-mounter/anthropic';
 import { runEmulatedWebhook } from './emulated.js';
 import { WebhookHandler } from './webhook-handler.js';
 
@@ -21,9 +20,12 @@ async function main(): Promise<void> {
   const cutShort = new AbortController();
   const webhooks = new WebhookHandler({
     client,
-    // `drain`: a webhook wakes the handler for what is queued now, not to poll forever.
-    controlPlane: liveControlPlane({ client, environmentId, environmentKey, drain: true }),
+    // A delivery wakes a draining run of the worker: what is queued now, not a poll forever.
+    environmentId,
+    environmentKey,
     workdir: process.env['WORKDIR'] ?? process.cwd(),
+    // A handler killed mid-session leaves a record; the next run pushes what it had not.
+    ...(process.env['STATE_DIR'] && { stateDir: process.env['STATE_DIR'] }),
     signal: cutShort.signal,
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runEmulatedWebhook } from '../src/emulated.js';
 
-// `start --emulator` in-process: the handler's liveControlPlane (a draining WorkPoller,
+// `start --emulator` in-process: the handler's EnvironmentWorker (a draining WorkPoller,
 // SessionToolRunner, the lease heartbeat) against the emulator, woken by a signed delivery.
 describe('the webhook handler against the emulated service', () => {
   it('refuses a forged delivery, answers a signed one at once, and serves the session behind it with memory', async () => {

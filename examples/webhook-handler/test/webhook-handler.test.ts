@@ -7,8 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ScriptedControlPlane, sessionWorkItem, workSecretFor, type AgentScript } from '@memory-mounter/testing/anthropic';
-import { MemoryApiServer } from '@memory-mounter/testing';
+import { MemoryApiServer, type ScriptedAgentScript } from '@memory-mounter/testing';
 import { WebhookHandler } from '../src/webhook-handler.js';
 
 // Test requests are signed by the very `standardwebhooks` the SDK verifies with: resolved from
@@ -20,6 +19,7 @@ const sdkRequire = createRequire(createRequire(import.meta.url).resolve('@anthro
 const { Webhook } = sdkRequire('standardwebhooks') as { Webhook: new (key: string) => StandardWebhook };
 
 const TOKEN = 'sessions-token-of-work-1';
+const ENV_KEY = 'environment-key';
 const SIGNING_KEY = `whsec_${randomBytes(24).toString('base64')}`;
 const NOTES = { type: 'memory_store', memory_store_id: 'memstore_notes', name: 'Notes' };
 
@@ -50,21 +50,32 @@ function deferred() {
   return { promise, resolve };
 }
 
-describe('webhook handler (offline: scripted control plane, memory through the SDK against the emulator)', () => {
+describe('webhook handler (the emulator standing for the service)', () => {
   let base: string;
   let memoryRoot: string;
   let api: MemoryApiServer;
   let http: Server;
   let url: string;
-  let controlPlane: ScriptedControlPlane;
   let webhooks: WebhookHandler;
   /** Holds a scripted session open until the test lets it go (and always by the end). */
   let release: ReturnType<typeof deferred>;
 
-  async function start(items: Parameters<typeof sessionItemList>[0], scripts: Record<string, AgentScript>) {
-    controlPlane = new ScriptedControlPlane(sessionItemList(items), scripts);
-    const client = new Anthropic({ apiKey: 'environment-key', baseURL: await api.start(), maxRetries: 0, webhookKey: SIGNING_KEY });
-    webhooks = new WebhookHandler({ client, controlPlane, workdir: base, memoryRoot });
+  async function start(script?: ScriptedAgentScript) {
+    if (script) {
+      api.controlPlane.playSession('sesn_1', script);
+      api.controlPlane.enqueue({ id: 'work_1', sessionId: 'sesn_1', sessionsToken: TOKEN });
+    }
+    const client = new Anthropic({ apiKey: null, authToken: ENV_KEY, baseURL: await api.start(), maxRetries: 0, webhookKey: SIGNING_KEY });
+    webhooks = new WebhookHandler({
+      client,
+      environmentId: 'env_emulated',
+      environmentKey: ENV_KEY,
+      workdir: base,
+      memoryRoot,
+      maxIdleMs: 50,
+      memorySyncIntervalMs: 1,
+      mounter: { newFileSettle: 0 },
+    });
     http = createServer(webhooks.listener);
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/webhooks`;
@@ -75,7 +86,7 @@ describe('webhook handler (offline: scripted control plane, memory through the S
     base = await realpath(await mkdtemp(join(tmpdir(), 'mm-webhook-')));
     memoryRoot = join(base, 'mnt-memory');
     await mkdir(memoryRoot);
-    api = new MemoryApiServer({ apiKey: TOKEN });
+    api = new MemoryApiServer({ apiKey: TOKEN, controlPlane: { environmentKey: ENV_KEY } });
     api.seed('memstore_notes', { '/todo.md': '- buy milk\n' });
     api.seedSession('sesn_1', { resources: [NOTES] });
     release = deferred();
@@ -91,12 +102,11 @@ describe('webhook handler (offline: scripted control plane, memory through the S
 
   it('a verified delivery is answered 202 at once; the session runs behind it and its memory is synced', async () => {
     const mountedWhileRunning: string[] = [];
-    await start([['work_1', 'sesn_1']], {
-      sesn_1: async (agent) => {
-        await agent.call('edit', { file_path: join(memoryRoot, 'notes', 'todo.md'), old_string: 'milk', new_string: 'oat milk' });
-        mountedWhileRunning.push(...(await readdir(memoryRoot)));
-        await release.promise;
-      },
+    await start(async (outcomes) => {
+      if (outcomes.length === 0) return { name: 'edit', input: { file_path: join(memoryRoot, 'notes', 'todo.md'), old_string: 'milk', new_string: 'oat milk' } };
+      mountedWhileRunning.push(...(await readdir(memoryRoot)));
+      await release.promise;
+      return null;
     });
 
     const body = runStarted('sesn_1');
@@ -112,8 +122,9 @@ describe('webhook handler (offline: scripted control plane, memory through the S
     await webhooks.idle(); // what a graceful shutdown waits on
 
     expect(webhooks.inFlight).toBe(0);
-    expect(controlPlane.calls).toMatchObject([{ name: 'edit', isError: false }]);
+    expect(api.controlPlane.session('sesn_1')!.outcomes.map((o) => [o.call.name, o.isError])).toEqual([['edit', false]]);
     expect(api.snapshot('memstore_notes')).toEqual({ '/todo.md': '- buy oat milk\n' });
+    expect(api.controlPlane.work('work_1').state).toBe('stopped');
     expect(await readdir(memoryRoot)).toEqual([]);
   });
 
@@ -122,36 +133,31 @@ describe('webhook handler (offline: scripted control plane, memory through the S
     ['a body changed after signing', (body: string) => signed(body.replace('sesn_1', 'sesn_2'))],
     ['no signature at all', () => ({ 'content-type': 'application/json' })],
   ])('a delivery %s is refused with 400: nothing is claimed, mounted or fetched', async (_, headersFor) => {
-    await start([['work_1', 'sesn_1']], {});
+    await start([]);
     const body = runStarted('sesn_1');
 
     const response = await post(body, headersFor(body));
 
     expect(response.status).toBe(400);
     expect(webhooks.inFlight).toBe(0);
-    expect(controlPlane.claims).toBe(0);
+    expect(api.controlPlane.requestCount()).toBe(0);
     expect(api.sessionRequests).toBe(0);
     expect(api.requestCount()).toBe(0);
     expect(await readdir(memoryRoot)).toEqual([]);
   });
 
   it('a verified event that is not a trigger is acknowledged (204) and starts nothing', async () => {
-    await start([['work_1', 'sesn_1']], {});
+    await start([]);
     const body = runStarted('sesn_1').replace('session.status_run_started', 'session.status_idled');
 
     const response = await post(body, signed(body));
 
     expect(response.status).toBe(204);
-    expect(controlPlane.claims).toBe(0);
+    expect(api.controlPlane.requestCount()).toBe(0);
   });
 
   it('only POST is taken', async () => {
-    await start([], {});
+    await start();
     expect((await fetch(url)).status).toBe(405);
   });
 });
-
-/** `[workId, sessionId]` pairs as queued work items carrying the sessions token. */
-function sessionItemList(items: [string, string][]) {
-  return items.map(([workId, sessionId]) => sessionWorkItem(workId, sessionId, workSecretFor(TOKEN)));
-}

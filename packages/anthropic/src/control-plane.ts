@@ -3,6 +3,7 @@ import { SessionToolRunner, WorkPoller } from '@anthropic-ai/sdk/helpers/beta/en
 import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { BetaSelfHostedWork } from '@anthropic-ai/sdk/resources/beta/environments/work';
 import { keepLease } from './lease-heartbeat.js';
+import { WorkItemError } from './work-item-error.js';
 import { sessionsTokenFromSecret } from './work-secret.js';
 
 /** The fields of a claimed work item a worker reads. `secret` carries the sessions token. */
@@ -85,7 +86,9 @@ export function liveControlPlane(options: LiveControlPlaneOptions): ControlPlane
         session.abort();
         signal.removeEventListener('abort', stopSession);
       }
-      if ((await lease) === 'lost') throw new Error(`work item ${work.id}: lease lost while the session ran`);
+      if ((await lease) === 'lost') {
+        throw new WorkItemError('lease_lost', `work item ${work.id}: lease lost while the session ran`, { workId: work.id, sessionId: work.data.id });
+      }
     },
   };
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Anthropic from '@anthropic-ai/sdk';
+import type { BetaToolRunnerRequestOptions } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import type { BetaSelfHostedWorkHeartbeatResponse } from '@anthropic-ai/sdk/resources/beta/environments/work';
 
 /** The TTL assumed before the service has answered a heartbeat. */
@@ -66,23 +67,29 @@ export function nextLeaseStep(lease: LeaseClock, result: HeartbeatResult, now: n
 export type LeaseEnd = 'released' | 'stopping' | 'lost';
 
 /**
- * Heartbeats a work item's lease until `signal` aborts, and calls `end` (once) when the loop
- * ends for any other reason (`stopping`, `lost`) so that the session stops too. A `WorkPoller`
+ * Heartbeats a work item's lease until `signal` aborts, and calls `end` (once, with the reason)
+ * when the loop ends for any other reason (`stopping`, `lost`) so that the session stops too. A `WorkPoller`
  * does not heartbeat, and an item whose lease lapses is handed to another worker.
  *
- * `client` must carry the credential for per-item calls (the item's sessions token).
+ * `client` must carry the credential for per-item calls (the item's sessions token);
+ * `requestOptions` (headers, say) go with every heartbeat.
  */
 export async function keepLease(
   client: Anthropic,
   work: { id: string; environment_id: string },
   signal: AbortSignal,
-  end: () => void,
+  end: (reason: 'stopping' | 'lost') => void,
+  requestOptions: BetaToolRunnerRequestOptions = {},
 ): Promise<LeaseEnd> {
   let lease: LeaseClock = { ttlMs: ASSUMED_TTL_MS, renewedAt: Date.now() };
   while (!signal.aborted) {
     let result: HeartbeatResult;
     try {
-      result = await client.beta.environments.work.heartbeat(work.id, { environment_id: work.environment_id }, { signal });
+      result = await client.beta.environments.work.heartbeat(
+        work.id,
+        { environment_id: work.environment_id },
+        { ...requestOptions, signal },
+      );
     } catch {
       // An abort during the call is the session ending, not a failed heartbeat.
       if (signal.aborted) break;
@@ -90,7 +97,7 @@ export async function keepLease(
     }
     const step = nextLeaseStep(lease, result, Date.now());
     if (step.next === 'end') {
-      end();
+      end(step.reason);
       return step.reason;
     }
     lease = step.lease;

@@ -40,7 +40,8 @@ export async function runSessionWithMemory<T>(
   }
 }
 
-function logFinalize(logger: Logger, report: FinalizeReport): void {
+/** Logs a finalize report: `info` when all went through, `warn` when work was cut off or a folder left. */
+export function logFinalize(logger: Logger, report: FinalizeReport): void {
   const cutOff = report.timedOut.sync || report.timedOut.flush;
   const fields = {
     outcome: report.outcome,

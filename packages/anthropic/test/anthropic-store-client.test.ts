@@ -10,6 +10,8 @@ let server: MemoryApiServer;
 beforeEach(async () => {
   // A tiny retry-after keeps the SDK's retries fast while still going through its header path.
   server = new MemoryApiServer({ retryAfterSeconds: 0.01 });
+  // The store exists, as made in the Console: the emulator, like the service, 404s an unknown one.
+  server.createStore(STORE);
   await server.start();
 });
 afterEach(async () => {

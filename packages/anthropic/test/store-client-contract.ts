@@ -46,8 +46,10 @@ export function storeClientContract(
       clock = new ManualClock();
       subject = await setup(clock);
       client = subject.client;
-      // A fresh store per test, so a subject may share one backend between tests.
+      // A fresh store per test, so a subject may share one backend between tests. It exists
+      // (an empty store, as made in the Console): a service answers 404 for one that does not.
       storeId = `memstore_contract_${++storeCount}`;
+      await subject.seed(storeId, {});
     });
     afterEach(async () => {
       await subject.teardown?.();

@@ -12,6 +12,7 @@ import {
   type SyncReport,
 } from '@memory-mounter/core';
 import { connect } from './connect.js';
+import { handleItemCommand } from './handle-item.js';
 import { diffFolder, findRecord, type FolderDiff } from './local-diff.js';
 import { Output } from './output.js';
 import { EXIT, HELP, UsageError } from './usage.js';
@@ -38,6 +39,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await statusCommand(rest, out);
       case 'push':
         return await pushCommand(rest, out);
+      case 'handle-item':
+        return await handleItem(rest, out);
       case undefined:
       case '--help':
       case '-h':
@@ -73,6 +76,8 @@ interface Flags {
   deletions?: string;
   'dry-run'?: boolean;
   local?: boolean;
+  workdir?: string;
+  'memory-root'?: string;
 }
 
 function parse(args: readonly string[], extra: ParseArgsConfig['options'], command: string): { values: Flags; positionals: string[]; help: string | null } {
@@ -220,6 +225,18 @@ async function runUntilSignal(mounter: MemoryMounter, dir: string, intervalS: nu
   out.note('finishing: final sync, then removing the folder', { event: 'finalizing' });
   const report = await mounter.finalize({ outcome: 'completed' });
   return out.finalized(report) || problems;
+}
+
+async function handleItem(args: readonly string[], out: Output): Promise<number> {
+  const { values, help } = parse(
+    args,
+    { workdir: { type: 'string' }, 'memory-root': { type: 'string' }, interval: { type: 'string' }, deletions: { type: 'string' } },
+    'handle-item',
+  );
+  if (help) return out.text(help), EXIT.ok;
+  if (values.emulator) throw new UsageError('handle-item serves an item the service handed out: --emulator has none (point --base-url at an emulator instead)');
+  const stateDir = await ensureStateDir(stateDirOf(values['state-dir']));
+  return handleItemCommand(values, stateDir, out);
 }
 
 async function pullCommand(args: readonly string[], out: Output): Promise<number> {

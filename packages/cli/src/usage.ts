@@ -11,6 +11,7 @@ Commands:
   pull <memory_store_id> <dir>    download a store into dir, once
   status <dir>                    what differs between dir and the store (writes nothing)
   push <dir> --dry-run            what a sync would send to the store
+  handle-item                     serve the work item \`ant worker poll --on-work\` claimed
 
 Common options:
   --emulator        use the bundled emulator (store memstore_demo), offline
@@ -42,6 +43,22 @@ state dir so that \`status\` and \`push --dry-run\` can compare it with the stor
 Compares dir with the baseline recorded when it was mounted or pulled (see --state-dir) and,
 when the store can be reached, with the store: new, modified and deleted files, memories changed
 in the store, and conflicts (both changed). Writes nothing.`,
+  'handle-item': `memory-mounter handle-item [options]
+
+Serves one claimed work item, for \`ant worker poll --on-work 'memory-mounter handle-item ...'\`:
+reads ANTHROPIC_WORK_ID, ANTHROPIC_ENVIRONMENT_ID, ANTHROPIC_SESSION_ID and ANTHROPIC_WORK_SECRET
+(and ANTHROPIC_ENVIRONMENT_KEY when the secret carries no sessions token), mounts the session's
+memory stores, serves the agent's tool calls with the agent toolset, syncs, finalizes memory and
+stops the item. A folder a killed run left (recorded in the state dir) is recovered first.
+
+Options:
+  --workdir <dir>        where the agent's tools work (default: the current directory)
+  --memory-root <dir>    where /mnt/memory lies on this host (default /mnt/memory)
+  --interval <seconds>   seconds between syncs (default 15)
+  --deletions <mode>     enabled | log_only | disabled (default enabled)
+  --base-url, --state-dir, --json as for every command
+
+Exit codes: 0 served, 1 the item failed or changes were not pushed, 2 a value is missing.`,
   push: `memory-mounter push <dir> --dry-run [options]
 
 Lists what a sync would send to the store: files to create, to update, memories to delete.

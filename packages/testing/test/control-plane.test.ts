@@ -87,6 +87,15 @@ describe('work queue', () => {
     expect((await call('POST', '/v1/environments/env_other/work/work_1/ack')).status).toBe(404);
   });
 
+  it('the force-stop a worker posts on exit takes the item’s sessions token, as the SDK’s worker sends it; another item’s token is refused', async () => {
+    server.controlPlane.enqueue({ id: 'work_1', sessionId: 'sesn_1', sessionsToken: TOKEN });
+    server.controlPlane.enqueue({ id: 'work_2', sessionId: 'sesn_2', sessionsToken: 'other-token' });
+    const asToken = { ...HEADERS, authorization: `Bearer ${TOKEN}` };
+    expect((await call('POST', work('/work_2/stop'), { headers: asToken, body: { force: true } })).status).toBe(401);
+    expect((await call('POST', work('/work_1/stop'), { headers: asToken, body: { force: true } })).json).toMatchObject({ state: 'stopped' });
+    expect((await call('POST', work('/work_1/ack'), { headers: asToken })).status).toBe(401);
+  });
+
   it('closes promptly while a poll is blocked', async () => {
     const polled = call('GET', work('/poll'), { query: { block_ms: 999 } }).catch((err: unknown) => err);
     // The poll must be blocked in the server (not merely sent) before the close; a fixed sleep

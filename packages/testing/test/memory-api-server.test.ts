@@ -17,6 +17,8 @@ let server: MemoryApiServer;
 
 beforeEach(async () => {
   server = new MemoryApiServer({ retryAfterSeconds: 2 });
+  // The service answers 404 for a store it does not know: the tests' store exists, as if made in the Console.
+  server.createStore(STORE);
   await server.start();
 });
 afterEach(async () => {
@@ -431,6 +433,7 @@ describe('memory versions', () => {
     await server.close();
     clock = new ManualClock(Date.parse('2026-03-01T12:00:00.000Z'));
     server = new MemoryApiServer({ retryAfterSeconds: 2, now: clock.now });
+    server.createStore(STORE);
     await server.start();
   });
 
@@ -603,3 +606,56 @@ describe('memory versions', () => {
     expect(res.json.error.type).toBe('invalid_request_error');
   });
 });
+
+describe('what the service knows', () => {
+  it('a store id it was never given is a 404 not_found_error, as on the service; a helper that names a store gives it', async () => {
+    const listing = await call('GET', '/v1/memory_stores/memstore_unknown/memories');
+    expect(listing.status).toBe(404);
+    expect(listing.json.error).toMatchObject({ type: 'not_found_error', message: expect.stringContaining('memstore_unknown') });
+    expect((await call('POST', '/v1/memory_stores/memstore_unknown/memories', { body: { path: '/a.md', content: 'a' } })).status).toBe(404);
+    // Reading it back does not make it either.
+    expect(server.snapshot('memstore_unknown')).toEqual({});
+    expect(server.hasStore('memstore_unknown')).toBe(false);
+    server.seed('memstore_seeded', {});
+    expect((await call('GET', '/v1/memory_stores/memstore_seeded/memories')).json.data).toEqual([]);
+  });
+
+  it('unknownStores: create makes a store on first use instead', async () => {
+    await server.close();
+    server = new MemoryApiServer({ unknownStores: 'create' });
+    await server.start();
+    expect((await call('GET', '/v1/memory_stores/memstore_any/memories')).status).toBe(200);
+    expect(server.hasStore('memstore_any')).toBe(true);
+  });
+
+  it('a session’s agent carries its skills, and each skill version resolves (latest too) and downloads as a tar of its files', async () => {
+    const first = server.seedSkill('skill_1', { name: 'greeter', files: { 'SKILL.md': 'v1' } });
+    const second = server.seedSkill('skill_1', { name: 'greeter', files: { 'SKILL.md': '# Greeter\n', 'bin/run.sh': 'echo hi\n' } });
+    server.seedSession('sesn_1', { resources: [], skills: [{ type: 'custom', skill_id: 'skill_1', version: 'latest' }] });
+    const headers = { ...SDK_HEADERS, 'anthropic-beta': 'managed-agents-2026-04-01' };
+    const session = await call('GET', '/v1/sessions/sesn_1', { headers });
+    expect(session.json.agent.skills).toEqual([{ type: 'custom', skill_id: 'skill_1', version: 'latest' }]);
+    expect((await call('GET', '/v1/skills/skill_1/versions/latest', { headers })).json).toMatchObject({ type: 'skill_version', id: second, name: 'greeter' });
+    expect((await call('GET', `/v1/skills/skill_1/versions/${first}`, { headers })).json).toMatchObject({ id: first });
+    expect((await call('GET', '/v1/skills/skill_1/versions/skillver_nope', { headers })).status).toBe(404);
+    const archive = Buffer.from(await (await fetch(new URL(`/v1/skills/skill_1/versions/${second}/content`, server.baseURL), { headers })).arrayBuffer());
+    expect(tarMembers(archive)).toEqual([
+      ['greeter/SKILL.md', '# Greeter\n'],
+      ['greeter/bin/run.sh', 'echo hi\n'],
+    ]);
+  });
+});
+
+/** The (name, content) of each member of a ustar archive. */
+function tarMembers(archive: Buffer): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (let at = 0; at + 512 <= archive.length; ) {
+    const header = archive.subarray(at, at + 512);
+    if (header.every((byte) => byte === 0)) break;
+    const name = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    const size = parseInt(header.subarray(124, 136).toString('ascii'), 8);
+    out.push([name, archive.subarray(at + 512, at + 512 + size).toString('utf8')]);
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return out;
+}

@@ -125,6 +125,8 @@ describe('liveControlPlane against the emulated control plane', () => {
     }
 
     expect(String(failure)).toMatch(/work item work_1: lease lost/);
+    // Typed, so that a worker's loop can tell it from a bug and go on.
+    expect(failure).toMatchObject({ name: 'WorkItemError', code: 'lease_lost', workId: 'work_1' });
     expect(server.controlPlane.heartbeats('work_1').at(-1)).toMatchObject({ lease_extended: false });
   });
 

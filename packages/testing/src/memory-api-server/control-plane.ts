@@ -343,7 +343,9 @@ export class ControlPlaneEmulator {
 
   /** Whether `key` is the sessions token of a work item this per-item call is about. */
   #isItemToken(key: string, match: MatchedControlRoute): boolean {
-    if (match.route !== 'work.heartbeat' && !match.route.startsWith('events.')) return false;
+    // The service takes an item's sessions token for its own lease calls (heartbeat and the
+    // force-stop a worker posts on exit) and for its session's events.
+    if (match.route !== 'work.heartbeat' && match.route !== 'work.stop' && !match.route.startsWith('events.')) return false;
     for (const item of this.#queue.items.values()) {
       const about = match.workId !== undefined ? item.id === match.workId : item.sessionId === match.sessionId;
       if (about && sessionsTokenOf(item.secret) === key) return true;

@@ -13,7 +13,8 @@ import type {
 } from './wire.js';
 
 /**
- * What a handler gets: the store (created on first use), the query, the parsed JSON body of a
+ * What a handler gets: the store (known to the server, or made on first use with
+ * `unknownStores: 'create'`), the query, the parsed JSON body of a
  * POST. A handler only maps the wire to the model and back: the rules live in `MemoryStore`,
  * whose refusals the server turns into HTTP errors (`apiErrorFor`).
  */

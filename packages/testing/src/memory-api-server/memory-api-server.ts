@@ -10,6 +10,7 @@ import { MemoryService, randomId, type MemoryServiceOptions } from '../model/mem
 import { ServiceRefusal } from '../model/refusal.js';
 import { matchRoute, ROUTE_NAMES, type MatchedRoute, type RouteName } from './routes.js';
 import { matchSessionRoute, sessionWire, type SessionSeed } from './sessions.js';
+import { matchSkillRoute, SkillRegistry, type SkillSeed } from './skills.js';
 
 export interface MemoryApiServerOptions extends MemoryServiceOptions {
   /** Delay before every answer, in ms. Default 0. Changeable later through `latencyMs`. */
@@ -28,6 +29,13 @@ export interface MemoryApiServerOptions extends MemoryServiceOptions {
   apiKey?: string;
   /** Credentials and lease TTL of the control-plane endpoints (`controlPlane`). */
   controlPlane?: ControlPlaneOptions;
+  /**
+   * What a memory request for a store the emulator was never given answers: `'not_found'`
+   * (default) a 404 `not_found_error`, as the service does for a store id it does not know;
+   * `'create'` makes an empty store on first use. A store is given by any helper that names it
+   * (`createStore`, `seed`, `writeMemory`, ...).
+   */
+  unknownStores?: 'not_found' | 'create';
 }
 
 /** One request the server received, for assertions on what a client sent. */
@@ -54,7 +62,9 @@ const MEMORY_BETAS = ['agent-memory-2026-07-22', 'managed-agents-2026-04-01'];
  *
  * The stores and their rules are the service model (`MemoryService`, one `MemoryStore` per
  * store) that `InMemoryStoreClient` answers from too; this class only maps HTTP to the model
- * and back. Stores are created on first use. The model's helpers (`seed`, `snapshot`,
+ * and back. A store exists once a helper names it (`createStore`, `seed`, ...); a request for
+ * any other store id is a 404, as on the service (`unknownStores: 'create'` makes it on first
+ * use instead). The model's helpers (`seed`, `snapshot`,
  * `writeMemory`, `renameMemory`, `deleteMemory`, `plantMemory`, ...) act on the stores directly,
  * as another writer would: no HTTP, no latency, faults or counters.
  *
@@ -83,6 +93,9 @@ export class MemoryApiServer extends MemoryService {
   readonly #sessions = new Map<string, SessionSeed>();
   /** `GET /v1/sessions/{id}` requests received. */
   sessionRequests = 0;
+  /** `GET /v1/skills/{id}/versions/{version}` and `.../content` requests received. */
+  skillRequests = 0;
+  readonly #skills: SkillRegistry;
   readonly #faults = new FaultPlan();
   #randomFaults: RandomWriteFaults | undefined;
   #server: Server | undefined;
@@ -98,6 +111,7 @@ export class MemoryApiServer extends MemoryService {
     this.latencyMs = options.latencyMs ?? 0;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
     this.controlPlane = new ControlPlaneEmulator(options.controlPlane ?? {}, { newId: randomId, now: this.env.now });
+    this.#skills = new SkillRegistry({ newId: randomId, now: this.env.now });
   }
 
   /** Listens on 127.0.0.1, on a port the OS picks; resolves to (and sets) `baseURL`. */
@@ -189,6 +203,15 @@ export class MemoryApiServer extends MemoryService {
     this.requests.length = 0;
   }
 
+  /**
+   * Adds a version of skill `skillId` (the newest is `latest`) and returns its id. List it on a
+   * session's agent with `seedSession(id, { skills: [{ type: 'custom', skill_id, version }] })`;
+   * its download is a tar of `files` in one folder named after the skill.
+   */
+  seedSkill(skillId: string, seed: SkillSeed): string {
+    return this.#skills.add(skillId, seed);
+  }
+
   /** Makes `GET /v1/sessions/{id}` answer with these resources (and status, default `running`). */
   seedSession(sessionId: string, seed: SessionSeed): void {
     this.#sessions.set(sessionId, seed);
@@ -210,6 +233,16 @@ export class MemoryApiServer extends MemoryService {
         this.sessionRequests++;
         if (this.latencyMs > 0) await sleep(this.latencyMs);
         sendJson(res, 200, this.#retrieveSession(req, sessionId));
+        return;
+      }
+      const skill = matchSkillRoute(req.method, url.pathname);
+      if (skill !== undefined) {
+        this.skillRequests++;
+        if (this.latencyMs > 0) await sleep(this.latencyMs);
+        // Like the sessions endpoint: any credential (the item's sessions token, as a worker sends).
+        this.#checkCredential(req, undefined);
+        if (skill.route === 'skills.version') sendJson(res, 200, this.#skills.version(skill.skillId, skill.version));
+        else sendBinary(res, this.#skills.archive(skill.skillId, skill.version));
         return;
       }
       const match = matchRoute(req.method, url.pathname);
@@ -238,6 +271,9 @@ export class MemoryApiServer extends MemoryService {
 
       const run = () => {
         this.#checkHeaders(req);
+        if (this.#options.unknownStores !== 'create' && !this.hasStore(match.storeId)) {
+          throw new ApiError(404, 'not_found_error', `memory store ${match.storeId} not found`);
+        }
         return handlers[match.route]({
           store: this.store(match.storeId),
           memoryId: match.memoryId,
@@ -311,6 +347,11 @@ export class MemoryApiServer extends MemoryService {
       throw new ApiError(401, 'authentication_error', key ? 'invalid x-api-key' : 'no API key');
     }
   }
+}
+
+function sendBinary(res: ServerResponse, body: Buffer): void {
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(body.length) });
+  res.end(body);
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

@@ -8,6 +8,11 @@ export interface SessionSeed {
   resources: Array<{ type: string } & Record<string, unknown>>;
   status?: 'rescheduling' | 'running' | 'idle' | 'terminated';
   environment_id?: string;
+  /**
+   * The skills on the session's agent, as the API lists them; a worker downloads each one
+   * (`MemoryApiServer.seedSkill` serves them). Default none.
+   */
+  skills?: Array<{ type: 'anthropic' | 'custom'; skill_id: string; version: string }>;
 }
 
 export type SessionWire = ReturnType<typeof sessionWire>;
@@ -33,7 +38,22 @@ export function sessionWire(id: string, seed: SessionSeed, at: string) {
     status: seed.status ?? 'running',
     environment_id: seed.environment_id ?? 'env_emulated',
     resources: seed.resources,
-    agent: { type: 'agent', id: 'agent_emulated', version: 1 },
+    // The resolved agent as the service snapshots it at session creation: every field the SDK's
+    // type requires, so a worker that walks it (the skills, say) finds what it would there.
+    agent: {
+      type: 'agent' as const,
+      id: 'agent_emulated',
+      version: 1,
+      name: 'Emulated agent',
+      description: null as string | null,
+      system: null as string | null,
+      model: { id: 'claude-emulated' },
+      mcp_servers: [] as never[],
+      multiagent: null,
+      execution_identity: { type: 'service_account' as const },
+      skills: [...(seed.skills ?? [])],
+      tools: [] as never[],
+    },
     archived_at: null,
     budget: null,
     created_at: at,

@@ -63,6 +63,16 @@ export class MemoryService {
     return store;
   }
 
+  /** Whether a store with this id exists (a helper or a request made it). */
+  hasStore(storeId: string): boolean {
+    return this.#stores.has(storeId);
+  }
+
+  /** Makes an empty store with this id, as creating one in the Console would; a no-op when it exists. */
+  createStore(storeId: string): MemoryStore {
+    return this.store(storeId);
+  }
+
   /** Creates one memory per entry, by the service's rules (a bad path or an overlap throws). */
   seed(storeId: string, files: Record<string, string>): MemoryRecord[] {
     const store = this.store(storeId);
@@ -106,8 +116,11 @@ export class MemoryService {
 
   /** Every memory of the store, sorted by path. */
   memories(storeId: string): MemoryRecord[] {
+    // Reading does not make the store: an unknown one stays unknown (the emulator 404s it).
+    const store = this.#stores.get(storeId);
+    if (!store) return [];
     // Code-unit order, like a byte-wise sort for the ASCII paths tests use.
-    return this.store(storeId)
+    return store
       .all()
       .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
       .map((memory) => ({ ...memory }));
@@ -115,7 +128,7 @@ export class MemoryService {
 
   /** Every retained version of the store, newest first (content kept). */
   versions(storeId: string): VersionRecord[] {
-    return this.store(storeId).versions.all();
+    return this.#stores.get(storeId)?.versions.all() ?? [];
   }
 
   /**

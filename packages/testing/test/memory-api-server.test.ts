@@ -358,6 +358,7 @@ describe('test controls', () => {
     const run = async (seed: number) => {
       const fresh = new MemoryApiServer({ retryAfterSeconds: 0.01 });
       const baseURL = await fresh.start();
+      fresh.createStore(STORE);
       const plan = fresh.failWritesAtRandom({ seed, fraction: 0.5, appliedFraction: 0.5 })!;
       const outcomes: string[] = [];
       try {

@@ -40,7 +40,7 @@ function notes(n: number, folder: string): Record<string, string> {
 describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
   const h = useHarness(disk);
 
-  it('following a remote rename never replaces a note the agent saves at the new name after its check: kept, then named as a conflict', async () => {
+  it('following a remote rename never replaces a note the agent saves at the new name after its check: kept, and both files reach the store', async () => {
     const target = `${h.notesDir}/t/b.md`;
     const agent = afterLstatOf(h.fs, '/b.md', () => h.write(target, "the agent's note"));
     const m = await h.mountNotes({ fileSystem: agent.fs }, { '/a.md': 'alpha' });
@@ -53,12 +53,14 @@ describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
     expect(first.renamed).toEqual([]);
     expect(await h.read(target)).toBe("the agent's note");
     expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha');
-    // The next pass plans with the note: the two meet at /t/b.md as a conflict the store wins,
-    // and the note goes to the listener before it is replaced.
+    // The next pass plans with the note: the rename brought no content of its own (the memory
+    // holds what /a.md held), so it never wins over the agent's file (B19): the note goes to the
+    // memory at /t/b.md, and /a.md is created again. No conflict, nothing replaced.
     const second = (await m.reconcile({ force: true }))!.stores[0]!;
-    expect(second.conflicts).toEqual(['/t/b.md']);
-    expect(conflicts.map((e) => new TextDecoder().decode(e.localContent))).toEqual(["the agent's note"]);
-    expect(h.client.snapshot(STORE)).toEqual({ '/t/b.md': 'alpha' });
+    expect(second.conflicts).toEqual([]);
+    expect(conflicts).toEqual([]);
+    expect(h.client.snapshot(STORE)).toEqual({ '/t/b.md': "the agent's note", '/a.md': 'alpha' });
+    expect(await h.read(target)).toBe("the agent's note");
     await m.finalize();
   });
 

@@ -341,7 +341,8 @@ export class Unreadable extends WorldStep {
   constructor(readonly store: StoreKey, readonly path: string, readonly code: UnreadableCode, readonly times: number) {
     super();
   }
-  run(_m: Oracle, c: Case) {
+  run(m: Oracle, c: Case) {
+    m.noteUnreadable(this.store, this.path);
     return c.step(this.toString(), () => c.diskFaults.unreadable(`${c.spec(this.store).root}${this.path}`, this.code, this.times));
   }
   toString() {

@@ -135,6 +135,8 @@ export class StoreModel {
   /** path -> the content both sides held right after that pass (what the engine's baseline holds). */
   syncedShas = new Map<string, string>();
   markerTouched = false;
+  /** Paths a disk fault made unopenable at some point of the case (`unreadable(...)`). */
+  readonly madeUnreadable = new Set<string>();
   distrusted = false;
 
   constructor(readonly spec: StoreSpec) {}
@@ -264,6 +266,21 @@ export class Oracle {
   }
 
   /** The store said the memory at `path` is gone (a spurious `not_found`): its word corroborates an absence. */
+  /** A disk fault makes `path` of the store's folder unopenable (for some opens, or until drained). */
+  /**
+   * A trusted read-write folder finalize may keep (SPEC 6.6: never removed unread): its report
+   * names, as unreadable, only paths a disk fault really made unopenable in this case.
+   */
+  private keptUnread(store: StoreModel, left: FinalizeReport['leftInPlace'][number], report: FinalizeReport): boolean {
+    if (left.code !== 'unreadable_kept' || store.spec.access !== 'read_write') return false;
+    const named = report.unpushed.filter((u) => u.memoryStoreId === store.spec.id && (u.code === 'unreadable' || u.code === 'folder_unreadable'));
+    return named.length > 0 && named.every((u) => u.code === 'folder_unreadable' || store.madeUnreadable.has(u.path));
+  }
+
+  noteUnreadable(key: StoreKey, path: string): void {
+    this.stores.find((s) => s.spec.key === key)!.madeUnreadable.add(path);
+  }
+
   noteRemoteAbsence(key: StoreKey, path: string): void {
     this.store(key).remoteRemovedSinceSync.add(path);
   }
@@ -444,7 +461,9 @@ export class Oracle {
       const left = report.leftInPlace.find((l) => l.path === spec.root);
       if (this.view.kindOf(spec.root) !== null) {
         if (!left) this.violate(`finalize: ${spec.root} neither removed nor reported left in place`);
-        else if (!store.distrusted && !store.markerTouched) this.violate(`finalize: ${spec.root} left in place (${left.reason}) though trusted`);
+        else if (!store.distrusted && !store.markerTouched && !this.keptUnread(store, left, report)) {
+          this.violate(`finalize: ${spec.root} left in place (${left.reason}) though trusted`);
+        }
         continue;
       }
       // An empty folder is provably the one made here, whatever its marker says (issue 13 bug 6).

@@ -1,6 +1,6 @@
-import { Semaphore } from 'async-mutex';
 import { asStoreError, listAll, storeCall, StoreError, type StoreErrorKind } from './errors.js';
 import { sentThenDeleted } from './push-history.js';
+import { FairSlots, type TransferSlots } from './fair-slots.js';
 import { errorCode, unchangedSince } from './file-system.js';
 import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
@@ -36,7 +36,7 @@ export interface ApplyIO {
   /** Where the transfer events of this store go (`mounter.on`), as each one lands; absent: none. */
   events?: StoreEvents;
   /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
-  slots?: Semaphore;
+  slots?: TransferSlots;
   /**
    * The folder is being materialized: made empty for this download and not yet given to anyone,
    * so a pull to where nothing is expected skips the read that re-checks it (see `place`).
@@ -76,7 +76,7 @@ const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR'
 
 /** Performs `transfers`; `outcomes[i]` is what became of `transfers[i]`. */
 export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Promise<Outcome[]> {
-  const slots = io.slots ?? new Semaphore(io.concurrency);
+  const slots = io.slots ?? new FairSlots(io.concurrency).lane('');
   let done = 0;
   const total = transfers.length;
   if (total > 0) io.events?.progress(0, total);

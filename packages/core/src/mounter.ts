@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
-import { Semaphore } from 'async-mutex';
 import { BoundedStoreClient } from './bounded-store-client.js';
+import { FairSlots } from './fair-slots.js';
 import { breakerAfter, breakerDecision, breakerStarted, CLOSED, type BreakerDecision, type BreakerState, type PassVerdict } from './breaker.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
@@ -50,7 +50,7 @@ export class MemoryMounter extends MounterEventEmitter {
   /** The host's StoreClient, bounded by `requestTimeout` and retrying where that is safe. */
   readonly #client: StoreClient;
   /** The session's transfers in flight, all stores together (`transferConcurrency`). */
-  readonly #transfers: Semaphore;
+  readonly #transfers: FairSlots;
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
@@ -98,7 +98,7 @@ export class MemoryMounter extends MounterEventEmitter {
       logger: this.#options.logger,
       retryUntil: (storeId) => this.#retryUntil.get(storeId),
     });
-    this.#transfers = new Semaphore(this.#options.transferConcurrency);
+    this.#transfers = new FairSlots(this.#options.transferConcurrency);
   }
 
   /**
@@ -256,7 +256,7 @@ export class MemoryMounter extends MounterEventEmitter {
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
             concurrency: this.#options.transferConcurrency,
-            pool: this.#transfers,
+            pool: this.#transfers.lane(mount.memoryStoreId),
             listing: { everyPasses: this.#options.fullListingEvery, everyMs: this.#options.fullListingIntervalMs },
             // A feed read that fails for as long as one request may take gives way to a full listing.
             feedBudgetMs: this.#options.requestTimeoutMs,
@@ -271,8 +271,21 @@ export class MemoryMounter extends MounterEventEmitter {
       // The download is bounded like a pass; finalize() may stop it sooner through `stop`.
       const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs, stop);
       let results: PromiseSettledResult<unknown>[];
+      let firstFailed = -1;
       try {
-        results = await Promise.allSettled(stores.map((store) => store.download(bound.signal, { materializing: true })));
+        results = await Promise.allSettled(
+          stores.map((store, i) =>
+            store.download(bound.signal, { materializing: true }).catch((err: unknown) => {
+              // All or nothing: one store that cannot be downloaded (a 403, say) fails the whole
+              // materialize, so the others stop now instead of downloading for nothing.
+              if (firstFailed < 0 && !stop.signal.aborted) {
+                firstFailed = i;
+                stop.abort(new Error(`stopped: store ${store.mount.memoryStoreId} could not be downloaded`));
+              }
+              throw err;
+            }),
+          ),
+        );
       } finally {
         bound.clear();
       }
@@ -280,7 +293,7 @@ export class MemoryMounter extends MounterEventEmitter {
       if (bound.signal.aborted && stores.length > 0 && results.every((r) => r.status === 'fulfilled')) {
         results = [{ status: 'rejected', reason: bound.signal.reason }];
       }
-      const failed = results.findIndex((r) => r.status === 'rejected');
+      const failed = firstFailed >= 0 ? firstFailed : results.findIndex((r) => r.status === 'rejected');
       if (failed >= 0) {
         const store = stores[failed]!.mount;
         const cause = (results[failed] as PromiseRejectedResult).reason;

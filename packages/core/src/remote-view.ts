@@ -20,7 +20,7 @@ import { indexRemote, type RemoteIndex } from './remote-index.js';
 import { fanOutPays, listStore } from './store-listing.js';
 import type { StoreClient, StoreMemoryVersion } from './store-client.js';
 import type { Logger } from './types.js';
-import type { Semaphore } from 'async-mutex';
+import type { TransferSlots } from './fair-slots.js';
 import type { AbsenceEvidence } from './absence.js';
 
 /** How a pass learns the store's side: `auto` (the feed when it can), `full` (list it), `reuse` (what the last pass learned). */
@@ -49,7 +49,7 @@ export interface RemoteViewDeps {
    * The session's pool of transfers: with it (and a client with `listFolder`), a full listing
    * of a store known to span many pages fans out by folder, each folder's walk holding a slot.
    */
-  pool?: Semaphore;
+  pool?: TransferSlots;
 }
 
 /** Kinds of failure that say the feed is not for this session (or not this way): it is not asked again. */

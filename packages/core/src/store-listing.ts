@@ -1,4 +1,4 @@
-import type { Semaphore } from 'async-mutex';
+import type { TransferSlots } from './fair-slots.js';
 import { listAll } from './errors.js';
 import { LIST_PAGE_SIZE, MAX_PATH_SEGMENTS } from './limits.js';
 import type { StoreClient, StoreFolderEntry, StoreMemory } from './store-client.js';
@@ -22,7 +22,7 @@ import type { StoreClient, StoreFolderEntry, StoreMemory } from './store-client.
 export async function listStore(
   client: StoreClient,
   storeId: string,
-  opts: { withContent: boolean; signal: AbortSignal; pool: Semaphore },
+  opts: { withContent: boolean; signal: AbortSignal; pool: TransferSlots },
 ): Promise<StoreMemory[]> {
   const { withContent, signal, pool } = opts;
   const wholeList = () => listAll(() => client.list(storeId, { withContent, signal }));

@@ -1,5 +1,5 @@
-import { Semaphore } from 'async-mutex';
 import { applyPlan, handOverNotedConflicts, type ApplyIO, type Outcome } from './apply.js';
+import { FairSlots, type StoreSlots } from './fair-slots.js';
 import { StoreError } from './errors.js';
 import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
@@ -36,8 +36,8 @@ export interface StoreSyncDeps {
   deletionMode: DeletionMode;
   /** Size of the pool when none is given. */
   concurrency: number;
-  /** The session's pool of transfers, shared by all its stores. */
-  pool?: Semaphore;
+  /** This store's lane of the session's transfer slots, shared fairly by all its stores. */
+  pool?: StoreSlots;
   /** When passes list the store in full rather than read the change feed. */
   listing?: ListingPolicy;
   /** How long (ms) a feed read may take before the pass lists in full instead. */
@@ -110,7 +110,7 @@ export class StoreSync {
   #folder: StoreFolder;
   /** The store's side as known between passes, kept current by the change feed. */
   readonly #remote: RemoteView;
-  readonly #pool: Semaphore;
+  readonly #pool: StoreSlots;
   /**
    * The baseline a re-download cleared, until that download settles (`keepAgreedBaseline`) or,
    * when it failed before settling (an outage during its listing), until the next pass takes it
@@ -126,7 +126,7 @@ export class StoreSync {
     private readonly deps: StoreSyncDeps,
   ) {
     this.#folder = folder;
-    this.#pool = deps.pool ?? new Semaphore(deps.concurrency);
+    this.#pool = deps.pool ?? new FairSlots(deps.concurrency).lane(mount.memoryStoreId);
     this.#remote = new RemoteView({
       client: deps.client,
       storeId: mount.memoryStoreId,
@@ -150,6 +150,16 @@ export class StoreSync {
    * folder made for it (see `ApplyIO.materializing`), never a re-download into the agent's.
    */
   async download(signal: AbortSignal, opts: { materializing?: boolean } = {}): Promise<{ written: string[]; skipped: PathReport[] }> {
+    // Inside it, this store's share of the session's slots is kept for it (fair-slots.ts).
+    this.#pool.begin();
+    try {
+      return await this.#download(signal, opts);
+    } finally {
+      this.#pool.end();
+    }
+  }
+
+  async #download(signal: AbortSignal, opts: { materializing?: boolean }): Promise<{ written: string[]; skipped: PathReport[] }> {
     const { client, logger } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
@@ -242,6 +252,15 @@ export class StoreSync {
   }
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
+    this.#pool.begin();
+    try {
+      return await this.#passAndRetries(opts);
+    } finally {
+      this.#pool.end();
+    }
+  }
+
+  async #passAndRetries(opts: PassOptions): Promise<StoreSyncReport> {
     let report = await this.onePass(opts);
     // A push-only final pass (finalize's flush, recovery) whose pushes failed reading their files
     // (EMFILE, EIO) runs again a moment later, within its signal: what it pushed before is in the

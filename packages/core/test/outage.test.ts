@@ -381,3 +381,81 @@ describe('passes never overlap: a cut-off pass stops scanning, and the next one 
     await mounter.finalize({ outcome: 'aborted' });
   });
 });
+
+describe('stores share the transfer slots fairly', () => {
+  it("one store's writes hang at finalize: the healthy store's edits are all pushed, none named unpushed", async () => {
+    const inner = new InMemoryStoreClient();
+    inner.seed(HEALTHY, { '/h.md': 'healthy' });
+    inner.seed(SICK, { '/s.md': 'sick' });
+    const never = () => new Promise<never>(() => undefined);
+    const late = <T>(work: () => AsyncIterable<T>) =>
+      (async function* () {
+        await new Promise((r) => setTimeout(r, 100));
+        yield* work();
+      })();
+    const client: StoreClient = {
+      // The healthy store reads the store later than the sick one: the sick store's pushes ask for slots first.
+      list: (id, o) => (id === HEALTHY ? late(() => inner.list(id, o)) : inner.list(id, o)),
+      listVersions: (id, o) => (id === HEALTHY ? late(() => inner.listVersions(id, o)) : inner.listVersions(id, o)),
+      listFolder: (id, o) => inner.listFolder(id, o),
+      get: (id, m, o) => inner.get(id, m, o),
+      // The sick store's writes are accepted and never answered (nor do they heed their signal).
+      create: (id, i, o) => (id === SICK ? never() : inner.create(id, i, o)),
+      update: (id, m, i, o) => (id === SICK ? never() : inner.update(id, m, i, o)),
+      delete: (id, m, o) => inner.delete(id, m, o),
+    };
+    const fs = new MemfsFileSystem({ [ROOT]: null });
+    const mounter = new MemoryMounter({
+      storeClient: client,
+      fileSystem: fs,
+      memoryRoot: ROOT,
+      logger: new RecordingLogger(),
+      transferConcurrency: 4,
+      requestTimeout: 30,
+      finalSyncTimeout: 1.5,
+      newFileSettle: 0,
+    });
+    await mounter.materialize(resources);
+    for (let i = 0; i < 12; i++) {
+      fs.vol.writeFileSync(`${ROOT}/sick/s${i}.md`, `sick edit ${i}`);
+      fs.vol.writeFileSync(`${ROOT}/healthy/h${i}.md`, `healthy edit ${i}`);
+    }
+    const report = await mounter.finalize({ outcome: 'aborted' });
+    const unpushedHealthy = report.unpushed.filter((u) => u.memoryStoreId === HEALTHY).map((u) => u.path);
+    expect(unpushedHealthy).toEqual([]);
+    for (let i = 0; i < 12; i++) expect(inner.snapshot(HEALTHY)[`/h${i}.md`]).toBe(`healthy edit ${i}`);
+    // The sick store's edits are named, every one.
+    expect(report.unpushed.filter((u) => u.memoryStoreId === SICK)).toHaveLength(12);
+  });
+});
+
+describe('a permanent failure at materialize stops the other downloads at once', () => {
+  it('one store answering 403: materialize fails with that store, and the others send few requests more', async () => {
+    const inner = new InMemoryStoreClient({ latencyMs: 10 });
+    const big: Record<string, string> = {};
+    for (let i = 0; i < 1_000; i++) big[`/n${String(i).padStart(4, '0')}.md`] = `note ${i}`;
+    inner.seed(HEALTHY, big);
+    inner.seed(SICK, { '/s.md': 'sick' });
+    const refused = new StoreError('unauthorized', 'injected 403', { status: 403 });
+    const client: StoreClient = {
+      list: (id, o) => (id === SICK ? (async function* () { throw refused; })() : inner.list(id, o)),
+      listVersions: (id, o) => inner.listVersions(id, o),
+      listFolder: (id, o) => (id === SICK ? (async function* () { throw refused; })() : inner.listFolder(id, o)),
+      get: (id, m, o) => inner.get(id, m, o),
+      create: (id, i, o) => inner.create(id, i, o),
+      update: (id, m, i, o) => inner.update(id, m, i, o),
+      delete: (id, m, o) => inner.delete(id, m, o),
+    };
+    const fs = new MemfsFileSystem({ [ROOT]: null });
+    const mounter = new MemoryMounter({ storeClient: client, fileSystem: fs, memoryRoot: ROOT, logger: new RecordingLogger() });
+    const err = await mounter.materialize(resources).then(
+      () => expect.fail('materialize should fail'),
+      (e: unknown) => e as Error & { code?: string; memoryStoreId?: string },
+    );
+    expect(err).toMatchObject({ code: 'download_failed', memoryStoreId: SICK });
+    // 1,000 memories with content are 50 pages: the healthy store stopped long before them.
+    expect(inner.requests.filter((r) => r.storeId === HEALTHY).length).toBeLessThan(10);
+    // All or nothing: neither folder is left.
+    expect(fs.vol.readdirSync(ROOT)).toEqual([]);
+  });
+});

@@ -9,6 +9,7 @@ export {
 export * from './memory-api-server/index.js';
 export { FaultyFileSystem, type FileSystemOp } from './faulty-file-system.js';
 export { ManualClock } from './manual-clock.js';
+export { seededRandom } from './seeded-random.js';
 export type {
   VersionRecord,
   VersionOperation,

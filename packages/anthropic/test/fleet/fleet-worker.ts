@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import { AnthropicStoreClient } from '@memory-mounter/anthropic';
+import { seededRandom } from '@memory-mounter/testing';
 import {
   MemoryMounter,
   NodeFileSystem,
@@ -41,17 +42,6 @@ export interface FleetWorkerArgs {
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** mulberry32, as in the other seeded tests: the same seed gives the same agent. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /**
  * The engine's store client with each write call journaled around (start, end, what it sent),

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+/** The one seeded generator of the project's tests (the fuzz, the crash test, its children). */
+export { seededRandom } from '@memory-mounter/testing';
 
 /**
  * Memory contents that prove their own completeness, for the crash test: a header line with the
@@ -28,17 +30,6 @@ export function selfCheckProblem(text: string): string | null {
   return null;
 }
 
-/** A small seeded generator (mulberry32): the same seed gives the same case in parent and child. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 export function sha256(text: string | Uint8Array): string {
   return createHash('sha256').update(text).digest('hex');

@@ -1,3 +1,4 @@
+import { seededRandom } from '../seeded-random.js';
 import type { RouteName } from './routes.js';
 
 /**
@@ -90,7 +91,7 @@ export class RandomWriteFaults {
     }
     this.#status = options.status ?? 503;
     checkFault(this.#status);
-    this.#next = mulberry32(options.seed);
+    this.#next = seededRandom(options.seed);
     this.#fraction = options.fraction;
     this.#appliedFraction = options.appliedFraction;
   }
@@ -108,14 +109,3 @@ export class RandomWriteFaults {
   }
 }
 
-/** A small seeded generator (mulberry32): uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}

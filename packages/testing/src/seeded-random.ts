@@ -1,0 +1,15 @@
+/**
+ * A small seeded generator (mulberry32): uniform in [0, 1), the same sequence for the same seed
+ * in every process, so a seeded test (a fuzz case, a fleet worker, the emulator's random faults)
+ * replays exactly in a parent and its children.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}

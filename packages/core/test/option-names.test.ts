@@ -1,30 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
-import { DISKS, RecordingLogger, STORE, useHarness } from './harness.js';
+import { MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
+import { DISKS, STORE, useHarness } from './harness.js';
+import { configError, validOptions as valid } from './config-error.js';
 
 /**
  * The SDK's option names beside the design's, and no key dropped silently: a typo is a
  * MemoryConfigError naming it and the option it was closest to.
  */
-
-function configError(options: unknown): MemoryConfigError {
-  let caught: unknown;
-  try {
-    new MemoryMounter(options as MemoryMounterOptions);
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(MemoryConfigError);
-  return caught as MemoryConfigError;
-}
-
-const valid = (): MemoryMounterOptions => ({
-  storeClient: new InMemoryStoreClient(),
-  fileSystem: new MemfsFileSystem({ '/mnt/memory': null }),
-  logger: new RecordingLogger(),
-  now: () => 0,
-});
 
 const FILES = { '/a.md': 'alpha', '/b.md': 'beta' };
 

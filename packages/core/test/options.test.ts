@@ -4,28 +4,11 @@ import { join } from 'node:path';
 import createDebug from 'debug';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { MemoryConfigError, MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
+import { MemoryMounter, type MemoryMounterOptions } from '@memory-mounter/core';
 import { DISKS, neverAnsweringFeed, neverAnsweringList, notesResource, RecordingLogger, STORE, useHarness, withoutChangeFeed } from './harness.js';
+import { configError, validOptions as valid } from './config-error.js';
 
 /** MemoryMounterOptions: every refusal names its option; every default is measured, not read back. */
-
-function configError(options: unknown): MemoryConfigError {
-  let caught: unknown;
-  try {
-    new MemoryMounter(options as MemoryMounterOptions);
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(MemoryConfigError);
-  return caught as MemoryConfigError;
-}
-
-const valid = (): MemoryMounterOptions => ({
-  storeClient: new InMemoryStoreClient(),
-  fileSystem: new MemfsFileSystem({ '/mnt/memory': null }),
-  logger: new RecordingLogger(),
-  now: () => 0,
-});
 
 const noop = () => undefined;
 const fsMethods = { lstat: noop, readdir: noop, readFile: noop, writeFile: noop, mkdir: noop, rm: noop };

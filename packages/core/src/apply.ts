@@ -44,6 +44,11 @@ export interface ApplyIO {
   materializing?: boolean;
   /** Content the pass's scan read, by path: a push sends it instead of reading the file again. */
   carried?: ReadonlyMap<string, CarriedContent>;
+  /**
+   * Whether the store's change feed may be read this session (the client has one and it was
+   * never refused): only then is a memory's history asked for (see `sentBeforeDeletion`).
+   */
+  feedUsable?: boolean;
 }
 
 /**
@@ -242,7 +247,8 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
  */
 async function sentBeforeDeletion(io: ApplyIO, action: Update): Promise<boolean> {
   const listVersions = io.client.listVersions?.bind(io.client);
-  if (!listVersions) return false;
+  // A feed the session was refused is never asked again, for this no more than for a pass.
+  if (!listVersions || io.feedUsable !== true) return false;
   try {
     const versions = await listAll(() => listVersions(io.memoryStoreId, { memoryId: action.memoryId, signal: io.signal }));
     return sentThenDeleted(versions, { sent: action.localSha, base: action.expectedRemoteSha });

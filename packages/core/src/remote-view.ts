@@ -210,6 +210,11 @@ export class RemoteView {
     return listAll(() => client.list(storeId, { signal }));
   }
 
+  /** Whether the change feed may be read: the client has one, and this session was never refused it. */
+  feedUsable(): boolean {
+    return this.#deps.client.listVersions !== undefined && this.#refused === null;
+  }
+
   /** The store's memories as last read and learned, indexed for the planner; no I/O. */
   known(caseInsensitive: boolean): RemoteIndex {
     return this.#indexed(caseInsensitive);

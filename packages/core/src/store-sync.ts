@@ -451,6 +451,7 @@ export class StoreSync {
       slots: this.#pool,
       ...(carried && { carried }),
       ...(materializing && { materializing }),
+      feedUsable: this.#remote.feedUsable(),
     };
     const outcomes = await applyPlan(io, plan.transfers);
     // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.

@@ -776,6 +776,28 @@ describe("regressions: engine bugs issue 18's faults found", () => {
 });
 
 /**
+ * Found by the 10,000-case runs on the merged issue-18 engine (seeds 854745903 mixed, 20261302
+ * memfs, within the first 450 cases): an update that meets `not_found` asks the memory's history
+ * whether its content landed before a deletion, and asked it after the session had been refused
+ * the feed (F1). The history is read only while the feed is usable.
+ */
+describe('regressions: the merged issue-18 engine', () => {
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`an update meeting not_found after the feed was refused asks no history of it (F1) (${disk})`, replay(
+      {
+        disk,
+        seedRw: ['/b.md'],
+        requestTimeoutSeconds: 0.05,
+        syncTimeoutSeconds: 0.5,
+        finalSyncTimeoutSeconds: 1,
+        feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+      },
+      [new FailNext('update', 'not_found'), new FeedFaultStep({ kind: 'fail', failure: 'rejected_400' }), new AgentEdit('rw', '/b.md'), new Reconcile(true)],
+    ));
+  }
+});
+
+/**
  * The original counterexamples of the random runs, replayed exactly: `path` is the run index
  * fast-check printed (the first number of its path), which regenerates the unshrunk case from
  * the seed. Valid for the generators of run-case.ts and commands.ts as they stand: a change to

@@ -79,6 +79,24 @@ describe('fleet checker', () => {
     expect(kinds(run([journal], versions))).toEqual([]);
   });
 
+  it("the agent's file moved alike with a remote rename, its content's push at the new path failed: the agent replacing it there replaced unsynced content", () => {
+    const journal = (errorPaths: string[]): JournalEntry[] => [
+      materialize,
+      { type: 'write', t: 20, passes: 0, path: '/a.md', sha: sha('a1') },
+      { type: 'rename', t: 30, passes: 0, path: '/a.md', to: '/b.md', sha: sha('a1') },
+      // The store renamed the memory alike; the pass followed it (alreadyMoved), and the push of
+      // the agent's content at /b.md failed.
+      ...pass(0, 100, 200, { renamed: [{ from: '/a.md', to: '/b.md', side: 'local' }], errors: errorPaths.length, errorPaths }),
+      { type: 'write', t: 300, passes: 1, path: '/b.md', sha: sha('b1') },
+      ...pass(1, 400, 500, { pushed: ['/b.md'] }),
+      finalized,
+    ];
+    const versions = history({ memory_id: 'm1', operation: 'modified', path: '/b.md', content_sha256: sha('b1'), created_at: at(450) });
+    expect(kinds(run([journal(['/b.md'])], versions))).toEqual([]);
+    // Had the rename's pass synced /b.md (no failure there), the first content would be lost.
+    expect(kinds(run([journal([])], versions))).toEqual(['lost /b.md']);
+  });
+
   it('a conflict is false when, since the last sync of the path, only this worker wrote it', () => {
     const journal = (own: boolean): JournalEntry[] => [
       materialize,

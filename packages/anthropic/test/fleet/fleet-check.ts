@@ -250,7 +250,9 @@ function touches(report: NonNullable<Extract<JournalEntry, { type: 'pass' }>['re
     report.deletedLocal.includes(path) ||
     report.deletedRemote.includes(path) ||
     report.conflicts.includes(path) ||
-    report.renamed.some((r) => r.from === path || r.to === path)
+    // A rename followed on disk whose follow-up push at the new path failed moved the file, not
+    // its content: the agent's edit there was not synced by it.
+    report.renamed.some((r) => (r.from === path || r.to === path) && !(report.errorPaths ?? []).includes(path))
   );
 }
 

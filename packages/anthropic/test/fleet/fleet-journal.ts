@@ -40,6 +40,8 @@ export interface PassSummary {
   renamed: { from: string; to: string; side: 'local' | 'remote' }[];
   conflicts: string[];
   errors: number;
+  /** Paths an action of the pass failed at (a push, a rename's follow-up push): those were not synced. */
+  errorPaths?: string[];
 }
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');

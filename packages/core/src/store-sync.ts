@@ -294,6 +294,9 @@ export class StoreSync {
         state.scanCache,
         { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
         opts.signal,
+        // Final syncs only (finalize, recover): the folder is removed next, and what the agent
+        // locked is read rather than kept unread for ever.
+        { unlock: opts.rereadUnreadable === true },
       );
     let scanned = await scan();
     // A read-only store's local content is never pushed: what it could not read costs nothing.

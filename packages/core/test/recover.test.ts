@@ -300,6 +300,21 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       stall();
     });
 
+    it('a different folder at the recorded path is left untouched (folder_replaced), never adopted, even with a copy of the marker', async () => {
+      await mount();
+      expect((await readRecord())!.folder_ids?.map((f) => f.path)).toEqual([dir]);
+      const marker = (await h.read(`${dir}/${MARKER_FILE}`))!;
+      // The agent moves the folder away and puts a look-alike in its place.
+      await h.fs.rename(dir, `${dir}-old`);
+      await h.fs.mkdir(dir);
+      await h.write(`${dir}/${MARKER_FILE}`, marker);
+      await h.write(`${dir}/a.md`, 'planted');
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'folder_replaced' } });
+      expect(await h.read(`${dir}/a.md`)).toBe('planted');
+      expect(h.client.memories(STORE).find((m) => m.path === '/a.md')!.content).toBe('alpha');
+    });
+
     it('a never-mounted folder whose marker write was cut off is removed if it holds only that temp file, left otherwise', async () => {
       await mount();
       const record = (await readRecord())!;

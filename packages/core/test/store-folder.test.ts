@@ -241,6 +241,43 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
     });
   });
 
+  describe('removeAll, cut short', () => {
+    it('the marker goes last: a removal that fails part-way leaves the folder with its marker', async () => {
+      host.write(`${store}/.anthropic-memory-store`, '{"memory_store_id":"memstore_x"}');
+      host.write(`${store}/top.md`, 'top');
+      host.mkdir(`${store}/sub`);
+      host.write(`${store}/sub/a.md`, 'a');
+      // What a folder the agent locked answers, where its owner cannot be given access back.
+      const denied = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+      const failing = new SwapBefore(host.fs, 'rm', '/a.md', () => {
+        throw denied;
+      });
+      const removing = await StoreFolder.open(failing, store);
+      try {
+        await expect(removing.removeAll()).rejects.toMatchObject({ code: 'EACCES' });
+      } finally {
+        await removing.close();
+      }
+      expect(host.read(`${store}/.anthropic-memory-store`)).toBe('{"memory_store_id":"memstore_x"}');
+    });
+  });
+
+  describe('locate', () => {
+    it('a different folder at the store path is never adopted, and nothing is done in it', async () => {
+      host.write(`${store}/a.md`, 'ours');
+      host.rename(store, `${host.base}/store-old`);
+      host.mkdir(store);
+      host.write(`${store}/theirs.md`, 'theirs');
+      expect(await folder.locate()).toBe('replaced');
+      expect(await folder.isAtHostPath()).toBe(false);
+      host.removeTree(store);
+      expect(await folder.locate()).toBe('missing');
+      host.symlink(outside, store);
+      expect(await folder.locate()).toBe('not_directory');
+      outsideUntouched();
+    });
+  });
+
   describe('parallel acts in one folder', () => {
     it('writes racing into a folder not held yet open it once between them', async () => {
       host.mkdir(`${store}/d`);

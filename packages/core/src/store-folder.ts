@@ -4,6 +4,7 @@ import { MARKER_FILE, MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from
 import { pathSegments } from './memory-path.js';
 import { MountChain, reachMountChain, type FolderIdentity } from './mount-chain.js';
 import type { PathReasonCode } from './reasons.js';
+import { escapeForTerminal } from './terminal-text.js';
 import { sha256Hex } from './sha256.js';
 
 /**
@@ -49,9 +50,11 @@ export class FolderRefusal extends Error {
   constructor(
     readonly code: RefusalCode,
     readonly wirePath: string,
-    detail: string,
+    /** Why, without the path: `is a symlink`. */
+    readonly detail: string,
   ) {
-    super(`${wirePath} ${detail}`);
+    // The path is a name the agent chose: shown escaped (terminal-text.ts).
+    super(`${escapeForTerminal(wirePath)} ${detail}`);
   }
 }
 
@@ -112,6 +115,12 @@ export class StoreFolder {
   #busy = 0;
   #retired: DirHandle[] = [];
   #closed = false;
+  /**
+   * The host path of each pinned handle this folder opened, by the handle's own path: an error a
+   * call through `/proc/self/fd/<n>/...` raises names that path, which means nothing to the
+   * operator, so the folder's errors name the host path instead (`#named`).
+   */
+  readonly #hostNames = new Map<string, string>();
 
   private constructor(
     private readonly fs: FileSystem,
@@ -122,6 +131,28 @@ export class StoreFolder {
     readonly chain: MountChain,
   ) {
     this.#root = root;
+    this.#nameHandle(root, hostPath);
+    chain.handles.forEach((handle, i) => this.#nameHandle(handle, chain.hostPathOf(i)));
+  }
+
+  #nameHandle(handle: DirHandle, hostPath: string): void {
+    if (handle.pinned) this.#hostNames.set(handle.path, hostPath);
+  }
+
+  /**
+   * `err` with every handle path of this folder in its message and `path` put back as the host
+   * path the operator knows (a descriptor number means nothing to anyone reading a log).
+   */
+  #named(err: unknown): unknown {
+    if (!(err instanceof Error) || this.#hostNames.size === 0) return err;
+    const keys = [...this.#hostNames.keys()].sort((a, b) => b.length - a.length).map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    const pattern = new RegExp(`(${keys.join('|')})(?![0-9])`, 'g');
+    const rename = (text: string) => text.replace(pattern, (handlePath) => this.#hostNames.get(handlePath) ?? handlePath);
+    err.message = rename(err.message);
+    const e = err as NodeJS.ErrnoException & { dest?: unknown };
+    if (typeof e.path === 'string') e.path = rename(e.path);
+    if (typeof e.dest === 'string') e.dest = rename(e.dest);
+    return err;
   }
 
   /**
@@ -476,7 +507,7 @@ export class StoreFolder {
         child = await this.#openChild(dir, entry.name, wirePath, unlock);
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue; // removed while walking: simply gone
-        const reason = err instanceof FolderRefusal ? err.message.slice(wirePath.length + 1) : `folder could not be read (${errorCode(err) ?? String(err)})`;
+        const reason = err instanceof FolderRefusal ? err.detail : `folder could not be read (${errorCode(err) ?? String(err)})`;
         // A folder listed as one but refused at its open changed between the two steps.
         const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
         await visit(blockedOnly(wirePath, reason, code));
@@ -611,6 +642,8 @@ export class StoreFolder {
     this.#busy++;
     try {
       return await work();
+    } catch (err) {
+      throw this.#named(err);
     } finally {
       this.#busy--;
       if (this.#busy === 0 && this.#retired.length > 0) await this.#closeRetired();
@@ -755,7 +788,9 @@ export class StoreFolder {
   async #openChild(dir: DirHandle, name: string, wireDir: string, unlock = false): Promise<DirHandle> {
     await this.#verify(dir, wireDir);
     try {
-      return await this.fs.openDir(`${dir.path}/${name}`);
+      const child = await this.fs.openDir(`${dir.path}/${name}`);
+      this.#nameHandle(child, `${this.hostPath}${wireDir}`);
+      return child;
     } catch (err) {
       const code = errorCode(err);
       if (code === 'EACCES' && unlock && (await this.#grant(`${dir.path}/${name}`))) return this.#openChild(dir, name, wireDir);

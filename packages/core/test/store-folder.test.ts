@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemfsFileSystem } from '@memory-mounter/testing';
-import { MAX_MEMORY_BYTES, NodeFileSystem, sha256Hex, type DirHandle, type FileSystem, type OpenFile } from '@memory-mounter/core';
+import { fsError, MAX_MEMORY_BYTES, NodeFileSystem, sha256Hex, type DirHandle, type FileSystem, type OpenFile } from '@memory-mounter/core';
 import { FolderRefusal, StoreFolder } from '@memory-mounter/core/engine';
 
 /**
@@ -259,6 +259,29 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
         await removing.close();
       }
       expect(host.read(`${store}/.anthropic-memory-store`)).toBe('{"memory_store_id":"memstore_x"}');
+    });
+  });
+
+  describe('errors', () => {
+    it('name the host path the operator knows, never a descriptor path (/proc/self/fd/N)', async () => {
+      host.mkdir(`${store}/d`);
+      // What a read-only remount answers every write with.
+      const readOnly = new Proxy(host.fs, {
+        get(target, prop, receiver) {
+          if (prop === 'writeFile') return async (path: string) => Promise.reject(fsError('EROFS', 'open', path, 'read-only file system'));
+          const value: unknown = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const writing = await StoreFolder.open(readOnly, store);
+      try {
+        const err = (await writing.write('/d/a.md', bytes('x')).catch((e: unknown) => e)) as NodeJS.ErrnoException;
+        expect(err.code).toBe('EROFS');
+        expect(err.message).toContain(`'${store}/d/a.md'`);
+        expect(err.path).toBe(`${store}/d/a.md`);
+      } finally {
+        await writing.close();
+      }
     });
   });
 

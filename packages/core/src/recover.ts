@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
 import { MemoryConfigError } from './errors.js';
-import { errorCode, type FileSystem } from './file-system.js';
+import { errorCode, type DirHandle, type FileSystem } from './file-system.js';
 import { MARKER_FILE } from './limits.js';
 import { storeLogger } from './logger.js';
 import { readMarker } from './marker.js';
@@ -457,50 +457,71 @@ function markerReason(marker: 'missing' | 'foreign' | 'unreadable' | 'ok'): stri
   return "the folder's marker could not be read";
 }
 
-/** Entries under `memoryRoot` that no record names, descending only into folders that hold a recorded one. */
+/**
+ * Entries under `memoryRoot` that no record names, descending only into folders that hold a
+ * recorded one. Each folder is opened no-follow from its parent's handle, memoryRoot's first, so
+ * a folder on the way that has become a link is reported as a link, never listed through.
+ */
 async function unvouchedEntries(fs: FileSystem, memoryRoot: string, recorded: readonly string[]): Promise<RecoveryReport['unvouched']> {
   const out: RecoveryReport['unvouched'] = [];
-  const root = await fs.lstat(memoryRoot).catch(() => null);
-  if (root?.type !== 'directory') return out;
-  const visit = async (dir: string): Promise<void> => {
+  let root: DirHandle;
+  try {
+    root = await fs.openDir(memoryRoot);
+  } catch {
+    return out;
+  }
+  const visit = async (dir: DirHandle, dirPath: string): Promise<void> => {
     let entries;
     try {
-      entries = await fs.readdir(dir);
+      entries = await fs.readdir(dir.pinned ? `${dir.path}/.` : dir.path);
     } catch {
       return;
     }
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      const path = posix.join(dir, e.name);
+      const path = posix.join(dirPath, e.name);
       if (recorded.includes(path)) continue;
-      if (e.type === 'directory' && recorded.some((p) => isWithin(path, p))) {
-        await visit(path);
-        continue;
+      let child: DirHandle | null = null;
+      if (e.type === 'directory') child = await fs.openDir(`${dir.path}/${e.name}`).catch(() => null);
+      try {
+        if (child && recorded.some((p) => isWithin(path, p))) {
+          await visit(child, path);
+          continue;
+        }
+        const item: RecoveryReport['unvouched'][number] = { path, type: e.type, reason: 'no state record names it; left untouched' };
+        if (child) {
+          const id = await markerStoreId(fs, child);
+          if (id !== undefined) item.markerStoreId = id;
+        }
+        out.push(item);
+      } finally {
+        await child?.close();
       }
-      const item: RecoveryReport['unvouched'][number] = { path, type: e.type, reason: 'no state record names it; left untouched' };
-      if (e.type === 'directory') {
-        const id = await markerStoreId(fs, path);
-        if (id !== undefined) item.markerStoreId = id;
-      }
-      out.push(item);
     }
   };
-  await visit(memoryRoot);
+  try {
+    await visit(root, memoryRoot);
+  } finally {
+    await root.close();
+  }
   return out;
 }
 
-/** The store a folder's marker names, read without following links; undefined when there is none readable. */
-async function markerStoreId(fs: FileSystem, path: string): Promise<string | undefined> {
-  let folder: StoreFolder | undefined;
+/** The store the marker in the opened folder `dir` names, read without following links; undefined when there is none readable. */
+async function markerStoreId(fs: FileSystem, dir: DirHandle): Promise<string | undefined> {
+  let file;
   try {
-    folder = await StoreFolder.open(fs, path);
-    const read = await folder.readTopLevel(MARKER_FILE, 4_096);
-    if (read.kind !== 'file' || !read.bytes) return undefined;
-    const id = (JSON.parse(new TextDecoder().decode(read.bytes)) as { memory_store_id?: unknown }).memory_store_id;
+    file = await fs.openFile(`${dir.path}/${MARKER_FILE}`);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (file.stat.type !== 'file' || file.stat.size > 4_096) return undefined;
+    const id = (JSON.parse(new TextDecoder().decode(await file.read(4_096))) as { memory_store_id?: unknown }).memory_store_id;
     return typeof id === 'string' ? id : undefined;
   } catch {
     return undefined;
   } finally {
-    await folder?.close();
+    await file.close();
   }
 }
 

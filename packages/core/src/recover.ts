@@ -239,6 +239,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     if (problem === 'missing') return await gone();
     if (problem === 'replaced') return leave('folder_replaced', "the folder at the record's path is not the one the record names");
     if (problem === 'not_directory') return leave('not_a_folder', "a link or a file is at the folder's path");
+    // A folder the agent locked (chmod 0) cannot even be opened: the recorded one (and only it)
+    // is given back to its owner first, through its parent's handle.
+    const recorded = ids.get(host);
+    if (recorded && ctx.fs.grantOwnerAccess) await ctx.fs.grantOwnerAccess(chain.leafVia, recorded).catch(() => {});
     try {
       folder = await StoreFolder.openIn(ctx.fs, host, chain);
     } catch (err) {
@@ -256,6 +260,9 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     return leave('folder_replaced', "the folder at the record's path is not the one the record names");
   }
   try {
+    // A final sync, and the folder goes next: what the agent locked is given back to the owner
+    // first (the marker included), so a `chmod 0` cannot make it unvouchable for ever.
+    await folder.unlockRoot();
     const marker = await readMarker(folder, mount.memoryStoreId);
     if (record.phase === 'materializing') {
       // The mount never finished: the agent never had the folder, so nothing in it is the

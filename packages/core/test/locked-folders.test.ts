@@ -31,6 +31,7 @@ describe.skipIf(!linux || (asRoot && nobody === null))('a folder the agent locke
     chmodSync(bundle, 0o644);
   }, 60_000);
   afterAll(() => {
+    if (process.env.KEEP_LOCKED) return void console.log(`kept ${work}`);
     // The child's folders may be locked still: root removes them whatever their bits; as
     // another user, give them back first.
     if (!asRoot) spawnSync('chmod', ['-R', 'u+rwx', work]);

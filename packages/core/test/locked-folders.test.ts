@@ -31,7 +31,6 @@ describe.skipIf(!linux || (asRoot && nobody === null))('a folder the agent locke
     chmodSync(bundle, 0o644);
   }, 60_000);
   afterAll(() => {
-    if (process.env.KEEP_LOCKED) return void console.log(`kept ${work}`);
     // The child's folders may be locked still: root removes them whatever their bits; as
     // another user, give them back first.
     if (!asRoot) spawnSync('chmod', ['-R', 'u+rwx', work]);
@@ -58,7 +57,6 @@ describe.skipIf(!linux || (asRoot && nobody === null))('a folder the agent locke
     for (const end of ['finalize', 'crash'] as const) {
       it(`${lock}, then ${end === 'finalize' ? 'finalize' : 'a crash and recover'}: the locked note is pushed, the folder goes, the next session starts`, () => {
         const out = run(lock, end);
-        if (process.env.DEBUG_LOCKED) console.log(JSON.stringify(out));
         expect(out.crashed).toBeUndefined();
         expect(out).toMatchObject({ left: false, next: 'mounted', pushed: "the agent's new note\n" });
       });

@@ -1,4 +1,5 @@
 import cliProgress from 'cli-progress';
+import { escapeForTerminal as shown } from '@memory-mounter/core';
 import type { FinalizeReport, MemoryMounter, ProgressEvent, StoreSyncReport, SyncReport } from '@memory-mounter/core';
 import type { FolderDiff } from './local-diff.js';
 
@@ -6,6 +7,10 @@ import type { FolderDiff } from './local-diff.js';
  * Everything the CLI prints. Human lines on stdout (errors on stderr); with --json, one JSON
  * object per line instead, each with an `event`. A progress bar (cli-progress) on stdout only
  * when it is a TTY and not --json, cleared when the phase completes.
+ *
+ * Every path and reason in a human line goes through `shown` (core's `escapeForTerminal`) as the
+ * line is built: a file name may hold ESC sequences, CR and LF, bidi controls. The lines' own
+ * newlines are joined after. JSON lines keep JSON's escaping.
  */
 export class Output {
   readonly #tty: boolean;
@@ -28,7 +33,7 @@ export class Output {
   error(message: string, code: string): void {
     this.#clearBar();
     if (this.json) this.#json({ event: 'error', code, message });
-    else process.stderr.write(`memory-mounter: ${message}\n`);
+    else process.stderr.write(`memory-mounter: ${shown(message)}\n`);
   }
 
   /** Per-file lines (--json) and the progress bar (TTY) from the mounter's events. */
@@ -74,11 +79,11 @@ export class Output {
       leftInPlace: report.leftInPlace,
       timedOut: report.timedOut,
     };
-    const left = report.leftInPlace.map((l) => `${l.path} left in place (${l.reason})`);
-    const lost = report.unpushed.map((u) => `${u.path} not pushed (${u.reason})`);
+    const left = report.leftInPlace.map((l) => `${shown(l.path)} left in place (${shown(l.reason)})`);
+    const lost = report.unpushed.map((u) => `${shown(u.path)} not pushed (${shown(u.reason)})`);
     this.note(
       [
-        `finalized (${report.outcome}): final sync pushed ${data.pushed}, pulled ${data.pulled}, ${data.conflicts} conflict(s); removed ${report.removed.join(', ') || 'nothing'}`,
+        `finalized (${report.outcome}): final sync pushed ${data.pushed}, pulled ${data.pulled}, ${data.conflicts} conflict(s); removed ${report.removed.map(shown).join(', ') || 'nothing'}`,
         ...left,
         ...lost,
       ].join('\n'),
@@ -89,9 +94,9 @@ export class Output {
 
   diff(d: FolderDiff): void {
     if (this.json) return this.#json({ event: 'status', ...d });
-    const lines = [`${d.dir} (${d.memoryStoreId})`];
+    const lines = [`${shown(d.dir)} (${shown(d.memoryStoreId)})`];
     const list = (label: string, paths: readonly string[] | null) => {
-      if (paths) for (const p of paths) lines.push(`  ${label.padEnd(15)} ${p}`);
+      if (paths) for (const p of paths) lines.push(`  ${label.padEnd(15)} ${shown(p)}`);
     };
     list('new', d.new);
     list('modified', d.modified);
@@ -111,11 +116,11 @@ export class Output {
     const update = d.modified.filter((p) => !conflicts.has(p));
     const remove = d.deleted.filter((p) => !conflicts.has(p));
     if (this.json) return this.#json({ event: 'dry_run', memoryStoreId: d.memoryStoreId, dir: d.dir, create, update, delete: remove, conflicts: d.conflicts });
-    const lines = [`${d.dir} (${d.memoryStoreId}): a sync would send`];
-    for (const p of create) lines.push(`  create  ${p}`);
-    for (const p of update) lines.push(`  update  ${p}`);
-    for (const p of remove) lines.push(`  delete  ${p}   (after the deletion grace period)`);
-    for (const p of conflicts) lines.push(`  (none)  ${p}   conflict: the store's version wins`);
+    const lines = [`${shown(d.dir)} (${shown(d.memoryStoreId)}): a sync would send`];
+    for (const p of create) lines.push(`  create  ${shown(p)}`);
+    for (const p of update) lines.push(`  update  ${shown(p)}`);
+    for (const p of remove) lines.push(`  delete  ${shown(p)}   (after the deletion grace period)`);
+    for (const p of conflicts) lines.push(`  (none)  ${shown(p)}   conflict: the store's version wins`);
     if (create.length + update.length + remove.length === 0) lines.push('  nothing');
     this.text(lines.join('\n'));
   }
@@ -148,7 +153,7 @@ export class Output {
 function counts(s: StoreSyncReport): string[] {
   const parts: string[] = [];
   const add = (label: string, paths: readonly string[]) => {
-    if (paths.length > 0) parts.push(`${label} ${paths.length} (${paths.join(' ')})`);
+    if (paths.length > 0) parts.push(`${label} ${paths.length} (${paths.map(shown).join(' ')})`);
   };
   add('pushed', s.pushed);
   add('pulled', s.pulled);
@@ -164,7 +169,7 @@ function hasProblems(s: StoreSyncReport): boolean {
 }
 
 function problemsOf(s: StoreSyncReport): string[] {
-  return [...(s.reason && s.status !== 'synced' ? [s.reason] : []), ...s.errors.map((e) => `${e.path ?? ''} ${e.operation}: ${e.kind}`)];
+  return [...(s.reason && s.status !== 'synced' ? [shown(s.reason)] : []), ...s.errors.map((e) => `${shown(e.path ?? '')} ${e.operation}: ${e.kind}`)];
 }
 
 function summary(s: StoreSyncReport) {

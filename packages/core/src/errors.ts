@@ -1,7 +1,12 @@
 /**
  * The library's typed errors. Each carries what a worker author needs to act on it without
  * parsing the message: a `code` or `kind`, and the store and path where one applies.
+ *
+ * Messages name paths, and a path is a name the agent or the store chose: every message is made
+ * safe for a terminal (`escapeForTerminal`) when the error is made. The `path` fields keep the
+ * path exactly, for code.
  */
+import { escapeForTerminal } from './terminal-text.js';
 
 /** Bad `MemoryMounterOptions`: thrown by the constructor, before anything is touched. */
 export class MemoryConfigError extends Error {
@@ -13,7 +18,7 @@ export class MemoryConfigError extends Error {
     /** For an unknown option: the valid name closest to it (`memorySyncDeletions` for `memorySyncDeletion`). */
     readonly suggestion?: string,
   ) {
-    super(message);
+    super(escapeForTerminal(message));
   }
 }
 
@@ -43,7 +48,7 @@ export class MemoryMountError extends Error {
     message: string,
     details: { memoryStoreId?: string; path?: string; cause?: unknown } = {},
   ) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    super(escapeForTerminal(message), details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
     if (details.memoryStoreId !== undefined) this.memoryStoreId = details.memoryStoreId;
     if (details.path !== undefined) this.path = details.path;
@@ -58,7 +63,7 @@ export class MemoryWriteRefusedError extends Error {
     readonly reason: 'read_only' | 'outside_store',
     message: string,
   ) {
-    super(message);
+    super(escapeForTerminal(message));
   }
 }
 
@@ -130,7 +135,7 @@ export class StoreError extends Error {
    */
   readonly retryAfterMs?: number;
   constructor(kind: StoreErrorKind, message: string, details: { status?: number; cause?: unknown; retryAfterMs?: number } = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    super(escapeForTerminal(message), details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = kind;
     if (details.status !== undefined) this.status = details.status;
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;

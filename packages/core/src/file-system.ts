@@ -16,8 +16,9 @@
  * The optional members make the engine cheaper or safer where a filesystem can offer them, and
  * each says what the engine does without it: `lstatAll` (a folder described in one call),
  * `writeFileExclusive` (a new file that never replaces one made meanwhile), `link` (a move that
- * never replaces one made meanwhile), `readLinkSync`
- * (`checkWrite` follows links as the kernel will).
+ * never replaces one made meanwhile), `readLinkSync` (`checkWrite` follows links as the kernel
+ * will), `grantOwnerAccess` (a locked folder of the agent's can still be read at the end and
+ * removed).
  *
  * Folders the engine syncs are reached only through `openDir` handles (see `StoreFolder`): the
  * engine builds `${handle.path}/${name}` and never a path of its own below a store folder. Where
@@ -153,6 +154,17 @@ export interface FileSystem {
    * it, checkWrite stays lexical and refuses any path under `memoryRoot` with a `..` segment.
    */
   readLinkSync?(path: string): string | null;
+  /**
+   * Optional. Adds the owner's read and write permission (and search, for a folder) to the folder
+   * or singly-linked regular file at `path`, keeping its other bits, never following a link there
+   * (`ELOOP`). Refuses anything else (`EINVAL`: a file with other hard links may be a host file
+   * linked in) and, with `expect`, an entry that is not that one (`ESTALE`). A no-op when the
+   * owner has them. The engine calls it on entries of its own store folders that it must read for
+   * a final sync or empty for their removal, so a folder the agent locked (`chmod 0`,
+   * `chmod -R a-w`) does not strand the mount path. Without it, a locked folder is left in place
+   * with its marker.
+   */
+  grantOwnerAccess?(path: string, expect?: { dev: number; ino: number }): Promise<void>;
 }
 
 /**

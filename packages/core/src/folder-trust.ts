@@ -29,6 +29,8 @@ export function assessFolder(
   movedShas?: ReadonlySet<string>,
 ): FolderVerdict {
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
+  // Never adopted: the folder the agent sees now is not the one made, whatever it holds.
+  if (snapshot.root === 'replaced') return { kind: 'distrusted', reason: 'a different folder is at the store path (or on the way to it)' };
   if (snapshot.root === 'missing') return { kind: 'redownload', code: 'folder_gone', reason: 'the store folder is gone' };
   const rootBlocked = snapshot.blocked.get('/');
   if (rootBlocked) return { kind: 'unreadable', reason: `the store ${rootBlocked.detail}` };

@@ -4,6 +4,7 @@ export { MemoryMounter } from './mounter.js';
 export { mountPathSlug } from './mount-path.js';
 export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
 export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './logger.js';
+export { escapeForTerminal, jsonForTerminal } from './terminal-text.js';
 export { MounterEventEmitter, conflictCopyPath } from './events.js';
 export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
 export type { StoreStatus, UnknownWrite } from './status.js';

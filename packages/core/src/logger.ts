@@ -1,4 +1,5 @@
 import createDebug from 'debug';
+import { escapeForTerminal, jsonForTerminal } from './terminal-text.js';
 import type { Logger } from './types.js';
 
 /** The library's own namespace: `DEBUG=memory-mounter:*` shows its lines. */
@@ -15,6 +16,9 @@ const LIBRARY_NAMESPACE = 'memory-mounter';
  * (the library's and the host's own), and with both enabled each line is printed once, under the
  * host's namespace. Without the fallback a host's logger would silence the namespace every doc
  * tells operators to set.
+ *
+ * The message is passed as an argument, never as `debug`'s format string, and made safe for a
+ * terminal (`escapeForTerminal`; the fields as JSON with the same characters escaped).
  */
 export function debugLogger(namespace = LIBRARY_NAMESPACE): Logger {
   const channel = (level: string) => {
@@ -22,7 +26,9 @@ export function debugLogger(namespace = LIBRARY_NAMESPACE): Logger {
     const library = namespace === LIBRARY_NAMESPACE ? null : createDebug(`${LIBRARY_NAMESPACE}:${level}`);
     return (msg: string, fields?: Record<string, unknown>) => {
       const d = own.enabled ? own : library?.enabled ? library : null;
-      if (d) d(fields ? `${msg} ${JSON.stringify(fields)}` : msg);
+      // Never the message as `debug`'s format string (a `%o` in a path would eat an argument), and
+      // nothing in it or its fields a terminal acts on (terminal-text.ts).
+      if (d) d('%s', fields ? `${escapeForTerminal(msg)} ${jsonForTerminal(fields)}` : escapeForTerminal(msg));
     };
   };
   return { debug: channel('debug'), info: channel('info'), warn: channel('warn'), error: channel('error') };

@@ -3,6 +3,7 @@ import { MemoryMountError } from './errors.js';
 import { errorCode, type DirHandle, type FileSystem } from './file-system.js';
 import { MARKER_FILE, MOUNT_PREFIX } from './limits.js';
 import { writeMarker } from './marker.js';
+import { MountChain, reachMountChain, stepProblem, type FolderIdentity } from './mount-chain.js';
 import { StoreFolder } from './store-folder.js';
 import type { MountedStore } from './types.js';
 
@@ -19,6 +20,12 @@ export interface CreatedFolder {
   store?: MountedStore;
   /** The store folder as opened right after its mkdir. */
   folder?: StoreFolder;
+  /**
+   * For an in-between folder: the identities of the folders from memoryRoot's child down to it,
+   * itself last, as opened right after they were made or found. Its removal reaches it through
+   * them, and leaves it when any differs.
+   */
+  way?: FolderIdentity[];
 }
 
 const UNWRITABLE_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR']);
@@ -51,8 +58,10 @@ export async function checkMemoryRoot(fs: FileSystem, memoryRoot: string): Promi
  * at memoryRoot, and each mkdir is relative to its parent's handle: a folder on the way that is
  * (or becomes) a link is refused, never walked through. A folder on the way that holds a store
  * marker is another store's folder, whose agent owns its contents: nothing is mounted inside it.
- * The store folder is opened right after its mkdir and checked to be empty, so what the engine
- * holds is the folder it made.
+ * The store folder is opened right after its mkdir, through its parent's handle, and checked
+ * to be empty, so what the engine holds is the folder it made. The handles of memoryRoot and
+ * of every folder on the way stay held with it (its `chain`): nothing on the mount path is found
+ * again by path later.
  * Every folder created is appended to `created` as soon as it exists, so a failure part-way
  * still lets the caller clean up.
  */
@@ -66,6 +75,7 @@ export async function createStoreFolder(
     new MemoryMountError(code, `store ${store.memoryStoreId}: ${path} ${why}`, { memoryStoreId: store.memoryStoreId, path, cause });
   const segments = posix.relative(memoryRoot, store.path).split('/');
   const opened: DirHandle[] = [];
+  let chain: MountChain | null = null;
   try {
     let parent = await fs.openDir(memoryRoot);
     opened.push(parent);
@@ -79,10 +89,12 @@ export async function createStoreFolder(
         if (errorCode(err) === 'ELOOP' || errorCode(err) === 'ENOTDIR') throw refuse('mount_path_invalid', dir, 'is not a folder (a link or a file)', err);
         if (errorCode(err) !== 'ENOENT') throw err;
         await mkdirOwned(fs, `${parent.path}/${segment}`, dir, store);
-        created.push({ path: dir });
+        const made: CreatedFolder = { path: dir };
+        created.push(made);
         child = await fs.openDir(`${parent.path}/${segment}`).catch((e: unknown) => {
           throw refuse('mount_path_exists', dir, 'changed right after it was created', e);
         });
+        made.way = [...opened.slice(1), child].map(({ dev, ino }) => ({ dev, ino }));
       }
       opened.push(child);
       if ((await fs.lstat(`${child.path}/${MARKER_FILE}`)) !== null) {
@@ -94,7 +106,9 @@ export async function createStoreFolder(
     await mkdirOwned(fs, leaf, store.path, store);
     const entry: CreatedFolder = { path: store.path, store };
     created.push(entry);
-    const folder = await StoreFolder.open(fs, store.path, leaf).catch((err: unknown) => {
+    // The folder owns the chain from here on, whether its open succeeds or not.
+    chain = new MountChain(fs, memoryRoot, segments, [...opened]);
+    const folder = await StoreFolder.openIn(fs, store.path, chain).catch((err: unknown) => {
       throw refuse('mount_path_exists', store.path, 'changed right after it was created', err);
     });
     if ((await folder.topLevelNames()).length > 0) {
@@ -106,7 +120,7 @@ export async function createStoreFolder(
     await writeMarker(folder, store.memoryStoreId);
     return folder;
   } finally {
-    for (const handle of opened.reverse()) await handle.close();
+    if (chain === null) for (const handle of opened.reverse()) await handle.close();
   }
 }
 
@@ -142,23 +156,76 @@ async function mkdirOwned(fs: FileSystem, target: string, path: string, store: M
 export type RemovalOutcome = { removed: true } | { removed: false; gone: true } | { removed: false; gone: false; reason: string };
 
 /**
- * Removes one folder this mounter created. A store folder is removed whole through its handle
- * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth); an
- * in-between folder only when empty, since another session's store may live in it now.
+ * Removes one folder this mounter created, reaching it from a handle on memoryRoot one no-follow
+ * step at a time, never by its path. A store folder is removed whole through its held handle
+ * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth), and only
+ * while the store's path still leads to it: one moved away or replaced is left. An in-between
+ * folder only when it is still the folder made (`way`) and empty, since another session's store
+ * may live in it now; its name is removed through its parent's handle.
  */
-export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<RemovalOutcome> {
-  const stat = await fs.lstat(folder.path);
-  if (!stat) return { removed: false, gone: true };
-  if (stat.type !== 'directory') return { removed: false, gone: false, reason: `is now a ${stat.type}; left alone` };
+export async function removeCreatedFolder(
+  fs: FileSystem,
+  memoryRoot: string,
+  folder: CreatedFolder,
+  storeFolder?: StoreFolder,
+): Promise<RemovalOutcome> {
   try {
     if (storeFolder) {
-      if ((await storeFolder.locate()) !== 'directory') return { removed: false, gone: true };
+      const at = await storeFolder.locate();
+      if (at === 'missing') return { removed: false, gone: true };
+      if (at !== 'directory') return { removed: false, gone: false, reason: leftBecause(at) };
       await storeFolder.removeAll();
-    } else {
-      await fs.rm(folder.path);
+      return { removed: true };
     }
-    return { removed: true };
+    if (!folder.way) return { removed: false, gone: false, reason: 'was not opened after it was made; left alone' };
+    return await removeEmptyFolder(fs, memoryRoot, folder.path, folder.way);
   } catch (err) {
     return { removed: false, gone: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
   }
+}
+
+/**
+ * rmdir of the folder at `path` through its parent's handle, reached from memoryRoot through the
+ * folders `way` names (each identity checked, its own last): the folder goes only while it is
+ * the one recorded, and only when empty. Throws what the disk throws but ENOENT and ENOTEMPTY.
+ * An identity `way` lacks (a record written before they were kept) is not checked.
+ */
+export async function removeEmptyFolder(
+  fs: FileSystem,
+  memoryRoot: string,
+  path: string,
+  way: readonly (FolderIdentity | undefined)[],
+): Promise<RemovalOutcome> {
+  const chain = await reachMountChain(fs, memoryRoot, path, way.slice(0, -1));
+  if (!(chain instanceof MountChain)) {
+    return chain.problem === 'missing' ? { removed: false, gone: true } : { removed: false, gone: false, reason: leftBecause(chain.problem) };
+  }
+  try {
+    // No identity (a record from before they were kept): a folder, reached no-follow, is enough.
+    const own = way.at(-1);
+    const problem = own ? await stepProblem(fs, chain.leafVia, own) : await typeProblem(fs, chain.leafVia);
+    if (problem === 'missing') return { removed: false, gone: true };
+    if (problem) return { removed: false, gone: false, reason: leftBecause(problem) };
+    try {
+      await fs.rm(chain.leafVia);
+    } catch (err) {
+      if (errorCode(err) === 'ENOTEMPTY' || errorCode(err) === 'EEXIST') return { removed: false, gone: false, reason: 'is not empty; left alone' };
+      throw err;
+    }
+    return { removed: true };
+  } finally {
+    await chain.close();
+  }
+}
+
+async function typeProblem(fs: FileSystem, via: string): Promise<'missing' | 'not_directory' | null> {
+  const stat = await fs.lstat(via);
+  if (stat === null) return 'missing';
+  return stat.type === 'directory' ? null : 'not_directory';
+}
+
+function leftBecause(problem: 'not_directory' | 'replaced'): string {
+  return problem === 'replaced'
+    ? 'is now a different folder (or a folder on its way is); left alone'
+    : 'is now a link or a file (or a folder on its way is); left alone';
 }

@@ -266,7 +266,14 @@ export class MemoryMounter extends MounterEventEmitter {
             events: this.storeEvents(mount),
           }),
         );
-        if (record) record.state = stores.at(-1)!.state;
+        if (record) {
+          const store = stores.at(-1)!;
+          record.state = store.state;
+          // The folder's identity (and its way's) from now on, so recover never takes another
+          // folder at the path for it; the current folder's, should a pass make it again.
+          record.identities = () => store.folder.mountPathIdentities();
+          await record.tryWrite();
+        }
       }
       // The download is bounded like a pass; finalize() may stop it sooner through `stop`.
       const bound = timeBound('syncTimeout', this.#options.syncTimeoutMs, stop);
@@ -743,7 +750,7 @@ export class MemoryMounter extends MounterEventEmitter {
           this.#options.logger.warn(`store folder left in place: ${refusal.reason}`, fields);
           continue;
         }
-        const outcome = await removeCreatedFolder(fs, folder, store?.folder ?? folder.folder);
+        const outcome = await removeCreatedFolder(fs, this.#options.memoryRoot, folder, store?.folder ?? folder.folder);
         if (outcome.removed) report.removed.push(folder.path);
         else if (!outcome.gone) report.leftInPlace.push({ path: folder.path, reason: outcome.reason });
       } catch (err) {

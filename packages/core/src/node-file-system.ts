@@ -1,4 +1,4 @@
-import { close, closeSync, constants as fsConstants, fstat, fstatSync, link, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
+import { chmod, close, closeSync, constants as fsConstants, fstat, fstatSync, link, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { open as openPath, readdir as readdirPath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -36,6 +36,7 @@ const writeFd = promisify(write) as (fd: number, buffer: Uint8Array, offset: num
 const renamePath = promisify(rename);
 const unlinkPath = promisify(unlink);
 const linkPath = promisify(link);
+const chmodPath = promisify(chmod);
 
 /** Where the kernel names an open descriptor as a path (Linux). */
 const FD_DIR = '/proc/self/fd';
@@ -335,6 +336,27 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /**
+   * Linux: the entry is reached with O_PATH|O_NOFOLLOW (no permission on it is needed, and a link
+   * is opened as itself, then refused), fstat'ed, and chmod'ed through `/proc/self/fd/<n>`: the
+   * very inode that was checked, never a name looked up again. Elsewhere: an lstat, then a chmod
+   * by name (a window a swap could use; the engine calls this only on its own folders' entries).
+   */
+  async grantOwnerAccess(path: string, expect?: { dev: number; ino: number }): Promise<void> {
+    if (!this.#pinned) {
+      const wanted = ownerAccess(await lstatCallback(path), path, expect);
+      if (wanted !== null) await chmodPath(path, wanted);
+      return;
+    }
+    const fd = await openFd(path, O_PATH | this.#noFollow);
+    try {
+      const wanted = ownerAccess(await fstatFd(fd), path, expect);
+      if (wanted !== null) await chmodPath(`${FD_DIR}/${fd}`, wanted);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   async rename(from: string, to: string): Promise<void> {
     await fse.rename(from, to);
   }
@@ -419,4 +441,20 @@ function entryType(entry: { isFile(): boolean; isDirectory(): boolean; isSymboli
   if (entry.isFile()) return 'file';
   if (entry.isDirectory()) return 'directory';
   return 'other';
+}
+
+/**
+ * The mode with the owner's access added (rw, and x for a folder), or null when it has it
+ * already. Refuses a link, anything but a folder or a singly-linked regular file (a file with
+ * another name may be a host file linked in: its mode is the host's), and an entry that is not
+ * `expect`.
+ */
+function ownerAccess(stat: Stats, path: string, expect: { dev: number; ino: number } | undefined): number | null {
+  if (stat.isSymbolicLink()) throw fsError('ELOOP', 'chmod', path, 'is a symlink');
+  const folder = stat.isDirectory();
+  if (!folder && !(stat.isFile() && stat.nlink === 1)) throw fsError('EINVAL', 'chmod', path, 'not a folder or a singly-linked file');
+  if (expect && (stat.dev !== expect.dev || stat.ino !== expect.ino)) throw fsError('ESTALE', 'chmod', path, 'not the entry expected');
+  const mode = stat.mode & 0o7777;
+  const wanted = mode | (folder ? 0o700 : 0o600);
+  return wanted === mode ? null : wanted;
 }

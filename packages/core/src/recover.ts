@@ -3,11 +3,12 @@ import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
 import { MemoryConfigError } from './errors.js';
-import { errorCode, type FileSystem } from './file-system.js';
+import { errorCode, type DirHandle, type FileSystem } from './file-system.js';
 import { MARKER_FILE } from './limits.js';
 import { storeLogger } from './logger.js';
 import { readMarker } from './marker.js';
-import { removeCreatedFolder } from './mount-folders.js';
+import { MountChain, reachMountChain, stepProblem, type FolderIdentity } from './mount-chain.js';
+import { removeCreatedFolder, removeEmptyFolder } from './mount-folders.js';
 import { isWithin } from './mount-path.js';
 import { NodeFileSystem } from './node-file-system.js';
 import { resolveOptions } from './options.js';
@@ -212,30 +213,56 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
   if (record.pid !== process.pid && record.hostname === hostname() && processAlive(record.pid)) {
     return leave('owner_alive', `the record was written by process ${record.pid}, which is still running on this host`);
   }
-  let stat;
-  try {
-    stat = await ctx.fs.lstat(host);
-  } catch (err) {
-    return leave('marker_unreadable', `the folder could not be checked (${errorCode(err) ?? String(err)})`);
-  }
-  if (stat === null) {
+  const gone = async (): Promise<RecoveredStoreReport> => {
     // Nothing left to recover (removed by hand, or the mounter died after removing it).
-    await removeEmptyFolders(ctx.fs, record.created_folders);
+    await removeEmptyFolders(ctx, record, ids);
     entry.recordRemoved = await dropRecord(ctx, record, logger);
     entry.outcome = 'gone';
     logger.info('recovery: the recorded folder is gone; record removed', { path: host, record: file });
     return entry;
-  }
-  if (stat.type !== 'directory') return leave('not_a_folder', `a ${stat.type} is at the folder's path`);
+  };
+  // The folder is reached from memoryRoot one no-follow step at a time, each folder on the way
+  // (and the folder itself) checked against the identity the record keeps: never by its path,
+  // which the kernel would follow through a folder on the way that has become a link.
+  let ids: Map<string, FolderIdentity>;
   let folder: StoreFolder;
   try {
-    folder = await StoreFolder.open(ctx.fs, host);
+    ids = await recordedIdentities(ctx, record);
+    const chain = await reachMountChain(ctx.fs, ctx.memoryRoot, host, betweenPaths(ctx.memoryRoot, host).map((p) => ids.get(p)));
+    if (!(chain instanceof MountChain)) {
+      if (chain.problem === 'missing') return await gone();
+      if (chain.problem === 'replaced') return leave('folder_replaced', `${chain.at}, on the way to the folder, is not the folder the record names`);
+      return leave('not_a_folder', `${chain.at}, on the way to the folder, is a link or a file`);
+    }
+    const problem = await leafProblem(ctx.fs, chain, ids.get(host));
+    if (problem) await chain.close();
+    if (problem === 'missing') return await gone();
+    if (problem === 'replaced') return leave('folder_replaced', "the folder at the record's path is not the one the record names");
+    if (problem === 'not_directory') return leave('not_a_folder', "a link or a file is at the folder's path");
+    // A folder the agent locked (chmod 0) cannot even be opened: the recorded one (and only it)
+    // is given back to its owner first, through its parent's handle.
+    const recorded = ids.get(host);
+    if (recorded && ctx.fs.grantOwnerAccess) await ctx.fs.grantOwnerAccess(chain.leafVia, recorded).catch(() => {});
+    try {
+      folder = await StoreFolder.openIn(ctx.fs, host, chain);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ELOOP' || code === 'ENOTDIR') return leave('not_a_folder', 'the folder was replaced by something else');
+      return leave('marker_unreadable', `the folder could not be opened (${code ?? String(err)})`);
+    }
   } catch (err) {
-    const code = errorCode(err);
-    if (code === 'ELOOP' || code === 'ENOTDIR') return leave('not_a_folder', 'the folder was replaced by something else');
-    return leave('marker_unreadable', `the folder could not be opened (${code ?? String(err)})`);
+    return leave('marker_unreadable', `the folder could not be checked (${errorCode(err) ?? String(err)})`);
+  }
+  const expected = ids.get(host);
+  if (expected && (folder.identity.dev !== expected.dev || folder.identity.ino !== expected.ino)) {
+    // Exchanged between the look and the open.
+    await folder.close();
+    return leave('folder_replaced', "the folder at the record's path is not the one the record names");
   }
   try {
+    // A final sync, and the folder goes next: what the agent locked is given back to the owner
+    // first (the marker included), so a `chmod 0` cannot make it unvouchable for ever.
+    await folder.unlockRoot();
     const marker = await readMarker(folder, mount.memoryStoreId);
     if (record.phase === 'materializing') {
       // The mount never finished: the agent never had the folder, so nothing in it is the
@@ -329,14 +356,14 @@ async function removeRecovered(
   folder: StoreFolder,
   logger: Logger,
 ): Promise<RecoveredStoreReport> {
-  const outcome = await removeCreatedFolder(ctx.fs, { path: record.host_path }, folder);
+  const outcome = await removeCreatedFolder(ctx.fs, ctx.memoryRoot, { path: record.host_path }, folder);
   if (!outcome.removed && !outcome.gone) {
     entry.outcome = 'left';
     entry.left = { code: 'not_removed', reason: `the folder ${outcome.reason}` };
     logger.warn(`recovery synced the store folder but left it: ${outcome.reason}`, { path: record.host_path, record: entry.record });
     return entry;
   }
-  await removeEmptyFolders(ctx.fs, record.created_folders);
+  await removeEmptyFolders(ctx, record, await recordedIdentities(ctx, record).catch(() => new Map<string, FolderIdentity>()));
   entry.recordRemoved = await dropRecord(ctx, record, logger);
   entry.outcome = 'recovered';
   logger.info('recovered: store folder synced and removed', {
@@ -360,12 +387,47 @@ async function dropRecord(ctx: Context, record: StateRecord, logger: Logger): Pr
   }
 }
 
-/** rmdir, deepest first: a folder that holds anything (another session's store, say) stays. */
-async function removeEmptyFolders(fs: FileSystem, folders: readonly string[]): Promise<void> {
-  for (const path of [...folders].reverse()) {
-    const stat = await fs.lstat(path).catch(() => null);
-    if (stat?.type === 'directory') await fs.rm(path).catch(() => {});
+/**
+ * rmdir of the folders the record's mount made, deepest first, each reached from memoryRoot
+ * through its parent's handle and checked against its recorded identity where the record keeps
+ * one: a folder that holds anything (another session's store, say), or is not the one made,
+ * stays.
+ */
+async function removeEmptyFolders(ctx: Context, record: StateRecord, ids: ReadonlyMap<string, FolderIdentity>): Promise<void> {
+  for (const path of [...record.created_folders].reverse()) {
+    const way = [...betweenPaths(ctx.memoryRoot, path), path].map((p) => ids.get(p));
+    await removeEmptyFolder(ctx.fs, ctx.memoryRoot, path, way).catch(() => {});
   }
+}
+
+/** The folders strictly between `memoryRoot` and `path`, outermost first. */
+function betweenPaths(memoryRoot: string, path: string): string[] {
+  const names = posix.relative(memoryRoot, path).split('/');
+  return names.slice(0, -1).map((_, i) => posix.join(memoryRoot, ...names.slice(0, i + 1)));
+}
+
+/**
+ * The record's folder identities by path. When memoryRoot now has another device number than
+ * when they were taken (the same disk mounted again: a reboot, a new container), the folders
+ * recorded on that device are read as on the new one; their inodes must still match. Empty for
+ * a record that keeps none.
+ */
+async function recordedIdentities(ctx: Context, record: StateRecord): Promise<Map<string, FolderIdentity>> {
+  const out = new Map<string, FolderIdentity>();
+  if (!record.folder_ids || !record.memory_root_id) return out;
+  const root = await ctx.fs.lstat(ctx.memoryRoot);
+  const then = record.memory_root_id.dev;
+  const now = root?.dev ?? then;
+  for (const { path, dev, ino } of record.folder_ids) out.set(path, { dev: dev === then ? now : dev, ino });
+  return out;
+}
+
+/** What is at the store folder's name in the chain's last folder, against its recorded identity (when there is one). */
+async function leafProblem(fs: FileSystem, chain: MountChain, expect: FolderIdentity | undefined): Promise<'missing' | 'not_directory' | 'replaced' | null> {
+  if (expect) return stepProblem(fs, chain.leafVia, expect);
+  const stat = await fs.lstat(chain.leafVia);
+  if (stat === null) return 'missing';
+  return stat.type === 'directory' ? null : 'not_directory';
 }
 
 /** The store's push-only pass, within the recovery deadline plus a short wind-down; null if it had to be left running. */
@@ -402,50 +464,71 @@ function markerReason(marker: 'missing' | 'foreign' | 'unreadable' | 'ok'): stri
   return "the folder's marker could not be read";
 }
 
-/** Entries under `memoryRoot` that no record names, descending only into folders that hold a recorded one. */
+/**
+ * Entries under `memoryRoot` that no record names, descending only into folders that hold a
+ * recorded one. Each folder is opened no-follow from its parent's handle, memoryRoot's first, so
+ * a folder on the way that has become a link is reported as a link, never listed through.
+ */
 async function unvouchedEntries(fs: FileSystem, memoryRoot: string, recorded: readonly string[]): Promise<RecoveryReport['unvouched']> {
   const out: RecoveryReport['unvouched'] = [];
-  const root = await fs.lstat(memoryRoot).catch(() => null);
-  if (root?.type !== 'directory') return out;
-  const visit = async (dir: string): Promise<void> => {
+  let root: DirHandle;
+  try {
+    root = await fs.openDir(memoryRoot);
+  } catch {
+    return out;
+  }
+  const visit = async (dir: DirHandle, dirPath: string): Promise<void> => {
     let entries;
     try {
-      entries = await fs.readdir(dir);
+      entries = await fs.readdir(dir.pinned ? `${dir.path}/.` : dir.path);
     } catch {
       return;
     }
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      const path = posix.join(dir, e.name);
+      const path = posix.join(dirPath, e.name);
       if (recorded.includes(path)) continue;
-      if (e.type === 'directory' && recorded.some((p) => isWithin(path, p))) {
-        await visit(path);
-        continue;
+      let child: DirHandle | null = null;
+      if (e.type === 'directory') child = await fs.openDir(`${dir.path}/${e.name}`).catch(() => null);
+      try {
+        if (child && recorded.some((p) => isWithin(path, p))) {
+          await visit(child, path);
+          continue;
+        }
+        const item: RecoveryReport['unvouched'][number] = { path, type: e.type, reason: 'no state record names it; left untouched' };
+        if (child) {
+          const id = await markerStoreId(fs, child);
+          if (id !== undefined) item.markerStoreId = id;
+        }
+        out.push(item);
+      } finally {
+        await child?.close();
       }
-      const item: RecoveryReport['unvouched'][number] = { path, type: e.type, reason: 'no state record names it; left untouched' };
-      if (e.type === 'directory') {
-        const id = await markerStoreId(fs, path);
-        if (id !== undefined) item.markerStoreId = id;
-      }
-      out.push(item);
     }
   };
-  await visit(memoryRoot);
+  try {
+    await visit(root, memoryRoot);
+  } finally {
+    await root.close();
+  }
   return out;
 }
 
-/** The store a folder's marker names, read without following links; undefined when there is none readable. */
-async function markerStoreId(fs: FileSystem, path: string): Promise<string | undefined> {
-  let folder: StoreFolder | undefined;
+/** The store the marker in the opened folder `dir` names, read without following links; undefined when there is none readable. */
+async function markerStoreId(fs: FileSystem, dir: DirHandle): Promise<string | undefined> {
+  let file;
   try {
-    folder = await StoreFolder.open(fs, path);
-    const read = await folder.readTopLevel(MARKER_FILE, 4_096);
-    if (read.kind !== 'file' || !read.bytes) return undefined;
-    const id = (JSON.parse(new TextDecoder().decode(read.bytes)) as { memory_store_id?: unknown }).memory_store_id;
+    file = await fs.openFile(`${dir.path}/${MARKER_FILE}`);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (file.stat.type !== 'file' || file.stat.size > 4_096) return undefined;
+    const id = (JSON.parse(new TextDecoder().decode(await file.read(4_096))) as { memory_store_id?: unknown }).memory_store_id;
     return typeof id === 'string' ? id : undefined;
   } catch {
     return undefined;
   } finally {
-    await folder?.close();
+    await file.close();
   }
 }
 

@@ -142,7 +142,10 @@ export interface FinalizeReport {
  * Why `MemoryMounter.recover` left a recorded store folder in place:
  * - `owner_alive`: the record was written by a process on this host that is still running.
  * - `outside_memory_root`: the record's folder is not under the `memoryRoot` given to recover.
- * - `not_a_folder`: something other than a folder (a symlink, a file) is at the record's path.
+ * - `not_a_folder`: something other than a folder (a symlink, a file) is at the record's path,
+ *   or on the way to it.
+ * - `folder_replaced`: a folder is there, but not the one the record names (its `(dev, ino)`
+ *   differs), or a folder on the way is not: never adopted.
  * - `marker_mismatch`: the folder's marker is missing or names another store.
  * - `marker_unreadable`: the folder or its marker could not be read (I/O error).
  * - `unpushed`: local changes could not all be pushed (named in `unpushed`); the record is
@@ -153,6 +156,7 @@ export type RecoveryLeftCode =
   | 'owner_alive'
   | 'outside_memory_root'
   | 'not_a_folder'
+  | 'folder_replaced'
   | 'marker_mismatch'
   | 'marker_unreadable'
   | 'unpushed'

@@ -28,7 +28,8 @@ export interface LocalFile {
  * absence means "deleted" to the planner, and an unreadable folder must not look deleted.
  */
 export interface LocalSnapshot {
-  root: 'directory' | 'missing' | 'not_directory';
+  /** Where the store's path leads (StoreFolder.locate): `replaced` is a folder other than the one held. */
+  root: 'directory' | 'missing' | 'not_directory' | 'replaced';
   marker: MarkerState;
   files: Map<string, LocalFile>;
   /** Wire paths of entries left alone (symlinks, special files, unreadable), with the reason. */
@@ -117,7 +118,8 @@ const READ_CONCURRENCY = 16;
  * Scans the store folder through its confined handle. Never reads a byte outside it. `signal`
  * (the pass's deadline) is checked before each folder and each read: a pass cut off stops
  * scanning at once and the scan rejects with its reason, rather than reading on after its caller
- * gave up (and beside the next pass).
+ * gave up (and beside the next pass). `unlock` (final syncs: the folder is removed next) gives the
+ * owner back access to what the agent locked before it is read (StoreFolder.walk).
  */
 export async function scanStore(
   folder: StoreFolder,
@@ -125,11 +127,13 @@ export async function scanStore(
   cache: ScanCache = new Map(),
   carry?: ScanCarry,
   signal?: AbortSignal,
+  opts: { unlock?: boolean } = {},
 ): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
   const keep = carry && { ...carry, left: carry.budgetBytes, into: (snapshot.carried = new Map()) };
   const root = await folder.locate();
   if (root !== 'directory') return { ...snapshot, root };
+  if (opts.unlock) await folder.unlockRoot();
   snapshot.marker = await readMarker(folder, memoryStoreId);
   const slots = new Semaphore(READ_CONCURRENCY);
   const notFiles = new Set<string>();
@@ -165,6 +169,7 @@ export async function scanStore(
       // half-written content; conflict copies are kept for a human, never synced. Folders are
       // walked whatever their name.
       (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isUnsyncedName(entry.name)),
+      { unlock: opts.unlock === true },
     );
   } catch (err) {
     if (signal?.aborted) throw signal.reason;

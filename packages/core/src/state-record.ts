@@ -75,11 +75,32 @@ export interface StateRecord {
    * Absent in records written before it was kept: recovery then takes `disabled`.
    */
   deletion_mode?: DeletionMode;
+  /**
+   * Each folder on the mount path below `memory_root`, outermost first and the store folder
+   * last, with its identity as the mount made or first opened it. Recovery reaches the folder
+   * through them and leaves it when one differs (another folder put at its place is never
+   * adopted). Absent in records written before they were kept, or before the folder existed:
+   * recovery then walks the path no-follow without them.
+   */
+  folder_ids?: RecordedFolderId[];
+  /**
+   * `memory_root`'s identity when `folder_ids` were taken. A memory root found with another
+   * device number is the same disk mounted again (a reboot, a new container): the folders' device
+   * numbers are then read as that one, and their inodes must still match.
+   */
+  memory_root_id?: { dev: number; ino: number };
   /** The process that wrote the record, so recovery can leave a live mounter's folder alone. */
   pid: number;
   hostname: string;
   /** ISO 8601. */
   written_at: string;
+}
+
+/** A folder on a mount path and its identity, in a record. */
+export interface RecordedFolderId {
+  path: string;
+  dev: number;
+  ino: number;
 }
 
 /** The record's file name for a store folder at `hostPath`. */
@@ -150,6 +171,20 @@ function recordProblem(value: unknown): string | null {
       return 'created_folders holds a path that is not between memory_root and host_path';
     }
   }
+  const isId = (v: unknown) => {
+    const id = v as { dev?: unknown; ino?: unknown } | null;
+    return typeof id === 'object' && id !== null && Number.isSafeInteger(id.dev) && Number.isSafeInteger(id.ino);
+  };
+  if (r.folder_ids !== undefined) {
+    if (!Array.isArray(r.folder_ids)) return 'folder_ids is not an array';
+    for (const id of r.folder_ids as unknown[]) {
+      const path = (id as { path?: unknown } | null)?.path;
+      if (!isId(id) || typeof path !== 'string' || !isCleanAbsolute(path) || path === root || !isWithin(root, path) || !isWithin(path, host)) {
+        return 'folder_ids holds an entry that is not a folder between memory_root and host_path with its dev and ino';
+      }
+    }
+  }
+  if (r.memory_root_id !== undefined && !isId(r.memory_root_id)) return 'memory_root_id is not a dev and an ino';
   for (const key of ['baseline', 'memory_ids', 'unsettled_writes'] as const) {
     const map = r[key];
     if (typeof map !== 'object' || map === null || Array.isArray(map)) return `${key} is not an object`;

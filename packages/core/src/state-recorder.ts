@@ -4,7 +4,15 @@ import { posix } from 'node:path';
 import { MemoryMountError } from './errors.js';
 import { errorCode, type FileSystem } from './file-system.js';
 import { sha256Hex } from './sha256.js';
-import { removeRecord, STATE_RECORD_FORMAT, STATE_RECORD_VERSION, writeRecord, type RecordPhase, type StateRecord } from './state-record.js';
+import {
+  removeRecord,
+  STATE_RECORD_FORMAT,
+  STATE_RECORD_VERSION,
+  writeRecord,
+  type RecordedFolderId,
+  type RecordPhase,
+  type StateRecord,
+} from './state-record.js';
 import type {
   StoreClient,
   StoreFolderEntry,
@@ -35,6 +43,11 @@ export class MountRecord {
   createdFolders: string[] = [];
   /** The engine state the record mirrors, once the store's StoreSync exists. */
   state: SyncState | null = null;
+  /**
+   * The identities of memoryRoot and of each folder on the mount path (the store folder last), as
+   * held now; unset until the folder exists.
+   */
+  identities: (() => MountPathIdentities) | null = null;
   /** The mounter's `memory_sync_deletions`, for recovery's handling of local moves; unset: not written. */
   deletionMode: DeletionMode | undefined;
   readonly #idByPath = new Map<string, string>();
@@ -89,6 +102,7 @@ export class MountRecord {
       memory_ids: memoryIds,
       unsettled_writes: unsettled,
       ...(this.deletionMode !== undefined && { deletion_mode: this.deletionMode }),
+      ...identityFields(this.identities?.()),
       pid: process.pid,
       hostname: hostname(),
       written_at: new Date().toISOString(),
@@ -151,6 +165,8 @@ export class MountRecord {
   /** Seeds what a recovered record knew, so rewriting it loses nothing. */
   restore(record: StateRecord): void {
     this.mountId = record.mount_id;
+    const { folder_ids: folders, memory_root_id: root } = record;
+    if (folders && root) this.identities = () => ({ root, folders });
     if (record.deletion_mode !== undefined) this.deletionMode = record.deletion_mode;
     this.phase = record.phase;
     this.createdFolders = [...record.created_folders];
@@ -310,6 +326,16 @@ export async function beginRecord(
     );
   }
   return record;
+}
+
+/** memoryRoot's identity and each mount-path folder's, the store folder last (StoreFolder.mountPathIdentities). */
+export interface MountPathIdentities {
+  root: { dev: number; ino: number };
+  folders: RecordedFolderId[];
+}
+
+function identityFields(ids: MountPathIdentities | undefined): Pick<StateRecord, 'folder_ids' | 'memory_root_id'> {
+  return ids ? { folder_ids: ids.folders.map((f) => ({ ...f })), memory_root_id: { ...ids.root } } : {};
 }
 
 function byKey(a: [string, unknown], b: [string, unknown]): number {

@@ -1,7 +1,10 @@
+import { posix } from 'node:path';
 import { errorCode, fsError, unchangedSince, type DirEntry, type DirHandle, type FileStat, type FileSystem } from './file-system.js';
-import { MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
+import { MARKER_FILE, MAX_MEMORY_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS } from './limits.js';
 import { pathSegments } from './memory-path.js';
+import { MountChain, reachMountChain, type FolderIdentity } from './mount-chain.js';
 import type { PathReasonCode } from './reasons.js';
+import { escapeForTerminal } from './terminal-text.js';
 import { sha256Hex } from './sha256.js';
 import { conflictCopyPath } from './events.js';
 import { tempFileName } from './temp-files.js';
@@ -49,9 +52,11 @@ export class FolderRefusal extends Error {
   constructor(
     readonly code: RefusalCode,
     readonly wirePath: string,
-    detail: string,
+    /** Why, without the path: `is a symlink`. */
+    readonly detail: string,
   ) {
-    super(`${wirePath} ${detail}`);
+    // The path is a name the agent chose: shown escaped (terminal-text.ts).
+    super(`${escapeForTerminal(wirePath)} ${detail}`);
   }
 }
 
@@ -112,61 +117,119 @@ export class StoreFolder {
   #busy = 0;
   #retired: DirHandle[] = [];
   #closed = false;
+  /**
+   * The host path of each pinned handle this folder opened, by the handle's own path: an error a
+   * call through `/proc/self/fd/<n>/...` raises names that path, which means nothing to the
+   * operator, so the folder's errors name the host path instead (`#named`).
+   */
+  readonly #hostNames = new Map<string, string>();
 
   private constructor(
     private readonly fs: FileSystem,
     /** Host path of the store folder, as the operator and the agent see it. */
     readonly hostPath: string,
     root: DirHandle,
+    /** The folders above it, held: the only way the store's path is ever looked at again. */
+    readonly chain: MountChain,
   ) {
     this.#root = root;
+    this.#nameHandle(root, hostPath);
+    chain.handles.forEach((handle, i) => this.#nameHandle(handle, chain.hostPathOf(i)));
+  }
+
+  #nameHandle(handle: DirHandle, hostPath: string): void {
+    if (handle.pinned) this.#hostNames.set(handle.path, hostPath);
   }
 
   /**
-   * Opens the folder at `hostPath` (never through a link at that name). `via` is the path to
-   * open it by when the caller reached it through a parent's handle (`${parent.path}/${name}`).
+   * `err` with every handle path of this folder in its message and `path` put back as the host
+   * path the operator knows (a descriptor number means nothing to anyone reading a log).
    */
-  static async open(fs: FileSystem, hostPath: string, via: string = hostPath): Promise<StoreFolder> {
-    return new StoreFolder(fs, hostPath, await fs.openDir(via));
+  #named(err: unknown): unknown {
+    if (!(err instanceof Error) || this.#hostNames.size === 0) return err;
+    const keys = [...this.#hostNames.keys()].sort((a, b) => b.length - a.length).map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    const pattern = new RegExp(`(${keys.join('|')})(?![0-9])`, 'g');
+    const rename = (text: string) => text.replace(pattern, (handlePath) => this.#hostNames.get(handlePath) ?? handlePath);
+    err.message = rename(err.message);
+    const e = err as NodeJS.ErrnoException & { dest?: unknown };
+    if (typeof e.path === 'string') e.path = rename(e.path);
+    if (typeof e.dest === 'string') e.dest = rename(e.dest);
+    return err;
   }
 
   /**
-   * What is at the store's host path now. When it is a folder other than the one held (the
-   * agent replaced it), the handle moves to it: what the agent sees is what gets judged, and
-   * every act stays relative to one opened folder.
+   * Opens the store folder `chain.leaf` through the held handle of its parent (never through a
+   * link at that name) and keeps the chain, which the folder owns from here on (closed with it,
+   * or at once if the open fails).
    */
-  locate(): Promise<'directory' | 'missing' | 'not_directory'> {
-    return this.#act(() => this.#locate());
-  }
-
-  async #locate(): Promise<'directory' | 'missing' | 'not_directory'> {
-    const stat = await this.fs.lstat(this.hostPath);
-    if (stat === null) return 'missing';
-    if (stat.type !== 'directory') return 'not_directory';
-    if (stat.dev === this.#root.dev && stat.ino === this.#root.ino) return 'directory';
-    let next: DirHandle;
+  static async openIn(fs: FileSystem, hostPath: string, chain: MountChain): Promise<StoreFolder> {
     try {
-      next = await this.fs.openDir(this.hostPath);
+      return new StoreFolder(fs, hostPath, await fs.openDir(chain.leafVia), chain);
     } catch (err) {
-      const code = errorCode(err);
-      if (code === 'ENOENT') return 'missing';
-      if (code === 'ELOOP' || code === 'ENOTDIR') return 'not_directory';
+      await chain.close();
       throw err;
     }
-    this.#retire(this.#root, ...this.#held.values());
-    this.#held.clear();
-    this.#root = next;
-    return 'directory';
   }
 
-  /** Whether the held folder is still the one at `hostPath`. */
+  /**
+   * Opens the folder at `hostPath` (never through a link at that name), holding the folder that
+   * contains it as opened by its path: for callers that only read one folder (tools, tests). The
+   * engine opens its store folders with `openIn`, from a chain held on the memory root.
+   */
+  static async open(fs: FileSystem, hostPath: string): Promise<StoreFolder> {
+    const chain = await reachMountChain(fs, posix.dirname(hostPath), hostPath);
+    // A chain of one step has no folder on the way to find missing.
+    if (!(chain instanceof MountChain)) throw fsError('ENOENT', 'open', hostPath);
+    return StoreFolder.openIn(fs, hostPath, chain);
+  }
+
+  /**
+   * memoryRoot's identity (the chain's top) and each folder's on the mount path below it, the
+   * store folder last: what a state record keeps so that recovery checks identity.
+   */
+  mountPathIdentities(): { root: FolderIdentity; folders: { path: string; dev: number; ino: number }[] } {
+    const [top, ...between] = this.chain.handles;
+    return {
+      root: { dev: top!.dev, ino: top!.ino },
+      folders: [...between.map((h, i) => ({ path: this.chain.hostPathOf(i + 1), dev: h.dev, ino: h.ino })), { path: this.hostPath, ...this.identity }],
+    };
+  }
+
+  /** The held store folder's identity. */
+  get identity(): FolderIdentity {
+    return { dev: this.#root.dev, ino: this.#root.ino };
+  }
+
+  /**
+   * Whether the store's path still leads to the folder held, looked at from the memory root's
+   * handle one no-follow step at a time (MountChain): `missing` (it, or a folder on the way, is
+   * gone), `not_directory` (a link or a file on the way), `replaced` (a different folder is
+   * there, on the way or at the store's name). A different folder is never adopted: the agent
+   * put it there, and the worker never adopts what it did not create.
+   */
+  locate(): Promise<'directory' | 'missing' | 'not_directory' | 'replaced'> {
+    return this.#act(async () => (await this.chain.check(this.identity)) ?? 'directory');
+  }
+
+  /** Whether the held folder is still the one at the store's path. */
   isAtHostPath(): Promise<boolean> {
     return this.#act(() => this.#isAtHostPath());
   }
 
   async #isAtHostPath(): Promise<boolean> {
-    const stat = await this.fs.lstat(this.hostPath);
-    return stat?.type === 'directory' && stat.dev === this.#root.dev && stat.ino === this.#root.ino;
+    return (await this.chain.check(this.identity)) === null;
+  }
+
+  /**
+   * Gives the owner back read, write and search on the store folder itself (through its name in
+   * the held parent: a folder locked with `chmod 0` cannot be reached through its own handle),
+   * when the FileSystem can. For the final sync and the removal only.
+   */
+  unlockRoot(): Promise<void> {
+    return this.#act(async () => {
+      if (!(await this.#grant(this.chain.leafVia, this.identity))) return;
+      await this.#grant(`${this.#root.path}/${MARKER_FILE}`);
+    });
   }
 
   /** Reads a file in the store folder's top level, bounded; for the marker. */
@@ -501,10 +564,13 @@ export class StoreFolder {
    * Walks the folder depth first. Each folder is opened from its parent's handle and held open
    * while `visit` runs for it, so every read of its files is relative to that handle. Links and
    * special entries are reported in `blocked`, never entered or read; `skip` leaves out entries
-   * the caller does not sync (the marker, temp files) without reporting them.
+   * the caller does not sync (the marker, temp files) without reporting them. With `unlock` (a
+   * final sync, whose folder is removed next), a folder or file the owner may not read is given
+   * back owner access (`FileSystem.grantOwnerAccess`) and tried once more: a folder the agent
+   * locked is read, not left unread for ever.
    */
-  walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean): Promise<void> {
-    return this.#act(() => this.#walkFolder(this.#root, '', visit, skip));
+  walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean, opts: { unlock?: boolean } = {}): Promise<void> {
+    return this.#act(() => this.#walkFolder(this.#root, '', visit, skip, opts.unlock === true));
   }
 
   async #walkFolder(
@@ -512,6 +578,7 @@ export class StoreFolder {
     wireDir: string,
     visit: (folder: FolderVisit) => Promise<void>,
     skip: (wireDir: string, entry: DirEntry) => boolean,
+    unlock: boolean,
   ): Promise<void> {
     await this.#verify(dir, wireDir || '/');
     const entries = await this.#list(dir);
@@ -527,7 +594,7 @@ export class StoreFolder {
       if (skip(wireDir, entry)) continue;
       if (entry.type === 'directory') subfolders.push(entry);
       else if (entry.type === 'file') {
-        folder.files.push(this.#fileIn(dir, entry.name, wirePath));
+        folder.files.push(this.#fileIn(dir, entry.name, wirePath, unlock));
         names.push(entry.name);
       }
       else if (entry.type === 'symlink') folder.blocked.push({ wirePath, reason: 'is a symlink', code: 'is_symlink' });
@@ -544,17 +611,17 @@ export class StoreFolder {
       }
       let child: DirHandle;
       try {
-        child = await this.#openChild(dir, entry.name, wirePath);
+        child = await this.#openChild(dir, entry.name, wirePath, unlock);
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue; // removed while walking: simply gone
-        const reason = err instanceof FolderRefusal ? err.message.slice(wirePath.length + 1) : `folder could not be read (${errorCode(err) ?? String(err)})`;
+        const reason = err instanceof FolderRefusal ? err.detail : `folder could not be read (${errorCode(err) ?? String(err)})`;
         // A folder listed as one but refused at its open changed between the two steps.
         const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
         await visit(blockedOnly(wirePath, reason, code));
         continue;
       }
       try {
-        await this.#walkFolder(child, wirePath, visit, skip);
+        await this.#walkFolder(child, wirePath, visit, skip, unlock);
       } catch (err) {
         if (errorCode(err) === 'ENOENT') continue;
         const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
@@ -572,33 +639,48 @@ export class StoreFolder {
     return this.fs.lstatAll ? this.fs.lstatAll(paths) : Promise.all(paths.map((path) => this.fs.lstat(path)));
   }
 
-  #fileIn(dir: DirHandle, name: string, wirePath: string): FolderFile {
+  #fileIn(dir: DirHandle, name: string, wirePath: string, unlock: boolean): FolderFile {
     return {
       wirePath,
       stat: async () => {
         await this.#verify(dir, wirePath);
         return this.fs.lstat(`${dir.path}/${name}`);
       },
-      read: () => this.#readIn(dir, name, wirePath, MAX_MEMORY_BYTES),
+      read: () => this.#readIn(dir, name, wirePath, MAX_MEMORY_BYTES, unlock),
     };
   }
 
   /**
    * Removes everything in the folder, then the folder itself, never following a link at any
-   * depth: each subfolder is opened no-follow from its parent's handle and emptied through its
-   * own handle. The store folder's name is removed only while it still names the held folder.
+   * depth. Each folder is first given back owner access (a folder the agent locked with `chmod 0`
+   * or `chmod -R a-w` still goes), then opened no-follow from its parent's handle, emptied through
+   * its own handle, and removed by its name in that parent. The marker goes last, once nothing
+   * else is left, so a removal cut short leaves a folder that still says whose it is (recover
+   * vouches for it). The store folder's name is removed through its parent's held handle, and
+   * only while it names the very folder that was emptied.
    */
   async removeAll(): Promise<void> {
     await this.#act(async () => {
-      await this.#empty(this.#root, '/');
-      if (await this.#isAtHostPath()) await this.fs.rm(this.hostPath);
+      await this.#grant(this.chain.leafVia, this.identity);
+      // An agent still writing may add entries while the folder is emptied: a second round takes
+      // what the first did not list. Past that the marker stays and the removal fails (ENOTEMPTY).
+      for (let round = 0; ; round++) {
+        await this.#empty(this.#root, '/', MARKER_FILE);
+        const left = (await this.#list(this.#root)).filter((entry) => entry.name !== MARKER_FILE);
+        if (left.length === 0) break;
+        if (round > 0) throw fsError('ENOTEMPTY', 'rmdir', this.hostPath, 'entries were made while it was emptied; its marker is kept');
+      }
+      await this.#verify(this.#root, `/${MARKER_FILE}`);
+      await this.fs.rm(`${this.#root.path}/${MARKER_FILE}`);
+      if (await this.#isAtHostPath()) await this.fs.rm(this.chain.leafVia);
     });
     await this.close();
   }
 
-  async #empty(dir: DirHandle, wireDir: string): Promise<void> {
+  /** Empties `dir`, leaving the top-level entry `keep` (the marker) when given. */
+  async #empty(dir: DirHandle, wireDir: string, keep?: string): Promise<void> {
     await this.#verify(dir, wireDir);
-    const entries = await this.#list(dir);
+    const entries = (await this.#list(dir)).filter((entry) => entry.name !== keep);
     const remove = async (name: string) => {
       await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
       await this.fs.rm(`${dir.path}/${name}`);
@@ -619,6 +701,7 @@ export class StoreFolder {
       if (entry.type !== 'directory') continue;
       const wirePath = `${wireDir === '/' ? '' : wireDir}/${entry.name}`;
       let child: DirHandle | null = null;
+      await this.#grant(`${dir.path}/${entry.name}`);
       try {
         child = await this.#openChild(dir, entry.name, wirePath);
       } catch (err) {
@@ -654,7 +737,9 @@ export class StoreFolder {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#retire(this.#root, ...this.#held.values());
+    // The chain's handles too, and also only once no act is in progress (a late locate may be
+    // looking through them).
+    this.#retire(this.#root, ...this.#held.values(), ...this.chain.handles);
     this.#held.clear();
     if (this.#busy === 0) await this.#closeRetired();
   }
@@ -664,6 +749,8 @@ export class StoreFolder {
     this.#busy++;
     try {
       return await work();
+    } catch (err) {
+      throw this.#named(err);
     } finally {
       this.#busy--;
       if (this.#busy === 0 && this.#retired.length > 0) await this.#closeRetired();
@@ -686,13 +773,14 @@ export class StoreFolder {
     return this.fs.readdir(dir.pinned ? `${dir.path}/.` : dir.path);
   }
 
-  async #readIn(dir: DirHandle, name: string, wirePath: string, maxBytes: number): Promise<LocalRead> {
+  async #readIn(dir: DirHandle, name: string, wirePath: string, maxBytes: number, unlock = false): Promise<LocalRead> {
     await this.#verify(dir, wirePath);
     let file;
     try {
       file = await this.fs.openFile(`${dir.path}/${name}`);
     } catch (err) {
       const code = errorCode(err);
+      if (code === 'EACCES' && unlock && (await this.#grant(`${dir.path}/${name}`))) return this.#readIn(dir, name, wirePath, maxBytes);
       if (code === 'ENOENT') return { kind: 'absent' };
       if (code === 'ELOOP') return { kind: 'other', code: 'is_symlink', reason: 'is a symlink' };
       // EISDIR, ENXIO (a socket), EINVAL: nothing a memory can be.
@@ -804,15 +892,32 @@ export class StoreFolder {
     return child;
   }
 
-  async #openChild(dir: DirHandle, name: string, wireDir: string): Promise<DirHandle> {
+  async #openChild(dir: DirHandle, name: string, wireDir: string, unlock = false): Promise<DirHandle> {
     await this.#verify(dir, wireDir);
     try {
-      return await this.fs.openDir(`${dir.path}/${name}`);
+      const child = await this.fs.openDir(`${dir.path}/${name}`);
+      this.#nameHandle(child, `${this.hostPath}${wireDir}`);
+      return child;
     } catch (err) {
       const code = errorCode(err);
+      if (code === 'EACCES' && unlock && (await this.#grant(`${dir.path}/${name}`))) return this.#openChild(dir, name, wireDir);
       if (code === 'ELOOP') throw new FolderRefusal('is_symlink', wireDir, 'is a symlink');
       if (code === 'ENOTDIR') throw new FolderRefusal('not_regular', wireDir, 'is not a folder');
       throw err;
+    }
+  }
+
+  /**
+   * Gives the owner access to the entry `via` (a name in a held folder) where the FileSystem can;
+   * false when it cannot or refused (a link, a file with other links, not `expect`).
+   */
+  async #grant(via: string, expect?: FolderIdentity): Promise<boolean> {
+    if (!this.fs.grantOwnerAccess) return false;
+    try {
+      await this.fs.grantOwnerAccess(via, expect);
+      return true;
+    } catch {
+      return false;
     }
   }
 

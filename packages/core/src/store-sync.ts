@@ -21,6 +21,7 @@ import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import type { StoreEvents } from './events.js';
+import { WarningDigest, type PathWarning } from './warning-digest.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
@@ -119,6 +120,10 @@ export class StoreSync {
    * store wins, and the agent's write gone (reliability B18).
    */
   #clearedBaseline: ReadonlyMap<string, string> | null = null;
+  /** Entries the scan leaves alone, said once per kind per pass and per path only when new (warning-digest.ts). */
+  readonly #blockedWarnings: WarningDigest;
+  /** Transfer failures and refusals, said the same way: a failure every pass is not a line every pass. */
+  readonly #transferWarnings: WarningDigest;
 
   constructor(
     readonly mount: MountedStore,
@@ -126,6 +131,8 @@ export class StoreSync {
     private readonly deps: StoreSyncDeps,
   ) {
     this.#folder = folder;
+    this.#blockedWarnings = new WarningDigest(deps.logger);
+    this.#transferWarnings = new WarningDigest(deps.logger);
     this.#pool = deps.pool ?? new FairSlots(deps.concurrency).lane(mount.memoryStoreId);
     this.#remote = new RemoteView({
       client: deps.client,
@@ -313,6 +320,9 @@ export class StoreSync {
         state.scanCache,
         { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
         opts.signal,
+        // Final syncs only (finalize, recover): the folder is removed next, and what the agent
+        // locked is read rather than kept unread for ever.
+        { unlock: opts.rereadUnreadable === true },
       );
     let scanned = await scan();
     // A read-only store's local content is never pushed: what it could not read costs nothing.
@@ -365,10 +375,12 @@ export class StoreSync {
     }
     this.keepScan(snapshot);
 
+    const blocked: PathWarning[] = [];
     for (const [path, { code, detail }] of snapshot.blocked) {
       report.skippedPaths.push({ path, code, reason: detail });
-      this.warnOnce(`blocked:${path}:${code}`, `left alone: ${detail}`, { path });
+      blocked.push({ level: 'warn', message: `left alone: ${detail}`, fields: { path } });
     }
+    this.#blockedWarnings.say(blocked);
     // A write of unknown outcome is settled by what the store now holds: never by a reused view.
     const mode = opts.remote === 'reuse' && state.unknownWrites.size > 0 ? 'auto' : (opts.remote ?? 'auto');
     const read = await this.#remote.read({
@@ -469,10 +481,15 @@ export class StoreSync {
     this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
     if (this.#remote.absenceEvidence().gone.size > 0) this.#remote.keepGone(new Set(this.state.baselineIds.values()));
     const { logger, events } = this.deps;
+    // Failures and refusals are lasting conditions: digested (a path said again only when what
+    // is said about it changes). Everything else is an event of this pass, said as it happened.
+    const lasting: PathWarning[] = [];
     for (const notice of settled.notices) {
-      logger[notice.level](notice.message, notice.fields);
+      if (notice.level !== 'debug' && (notice.fields.error !== undefined || notice.refused)) lasting.push({ ...notice, level: notice.level });
+      else logger[notice.level](notice.message, notice.fields);
       if (notice.refused) events?.refused({ path: notice.fields.path, code: notice.refused.code, reason: notice.refused.reason });
     }
+    this.#transferWarnings.say(lasting);
     return settled.report;
   }
 

@@ -300,10 +300,27 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       stall();
     });
 
+    it('a different folder at the recorded path is left untouched (folder_replaced), never adopted, even with a copy of the marker', async () => {
+      await mount();
+      expect((await readRecord())!.folder_ids?.map((f) => f.path)).toEqual([dir]);
+      const marker = (await h.read(`${dir}/${MARKER_FILE}`))!;
+      // The agent moves the folder away and puts a look-alike in its place.
+      await h.fs.rename(dir, `${dir}-old`);
+      await h.fs.mkdir(dir);
+      await h.write(`${dir}/${MARKER_FILE}`, marker);
+      await h.write(`${dir}/a.md`, 'planted');
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'left', left: { code: 'folder_replaced' } });
+      expect(await h.read(`${dir}/a.md`)).toBe('planted');
+      expect(h.client.memories(STORE).find((m) => m.path === '/a.md')!.content).toBe('alpha');
+    });
+
     it('a never-mounted folder whose marker write was cut off is removed if it holds only that temp file, left otherwise', async () => {
       await mount();
       const record = (await readRecord())!;
-      const rewrite = () => h.fs.writeFile(recordPath, new TextEncoder().encode(JSON.stringify({ ...record, phase: 'materializing', baseline: {} })));
+      // As a crash during the marker's write leaves it: before the folder's identity was recorded.
+      const { folder_ids: _ids, memory_root_id: _root, ...before } = record;
+      const rewrite = () => h.fs.writeFile(recordPath, new TextEncoder().encode(JSON.stringify({ ...before, phase: 'materializing', baseline: {} })));
       await rewrite();
       for (const entry of await h.fs.readdir(dir)) await h.remove(`${dir}/${entry.name}`);
       await h.write(`${dir}/.mm-tmp-0123456789abcdef`, '{"memory_store_id":"mems');

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemfsFileSystem } from '@memory-mounter/testing';
-import { MAX_MEMORY_BYTES, NodeFileSystem, sha256Hex, type DirHandle, type FileSystem, type OpenFile } from '@memory-mounter/core';
+import { fsError, MAX_MEMORY_BYTES, NodeFileSystem, sha256Hex, type DirHandle, type FileSystem, type OpenFile } from '@memory-mounter/core';
 import { FolderRefusal, StoreFolder } from '@memory-mounter/core/engine';
 
 /**
@@ -241,6 +241,66 @@ describe.each(KINDS)('StoreFolder on %s', (kind) => {
       expect(host.exists(store)).toBe(false);
       expect(counting.peak.rm).toBeGreaterThan(1);
       expect(counting.peak.rm).toBeLessThanOrEqual(16);
+      outsideUntouched();
+    });
+  });
+
+  describe('removeAll, cut short', () => {
+    it('the marker goes last: a removal that fails part-way leaves the folder with its marker', async () => {
+      host.write(`${store}/.anthropic-memory-store`, '{"memory_store_id":"memstore_x"}');
+      host.write(`${store}/top.md`, 'top');
+      host.mkdir(`${store}/sub`);
+      host.write(`${store}/sub/a.md`, 'a');
+      // What a folder the agent locked answers, where its owner cannot be given access back.
+      const denied = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+      const failing = new SwapBefore(host.fs, 'rm', '/a.md', () => {
+        throw denied;
+      });
+      const removing = await StoreFolder.open(failing, store);
+      try {
+        await expect(removing.removeAll()).rejects.toMatchObject({ code: 'EACCES' });
+      } finally {
+        await removing.close();
+      }
+      expect(host.read(`${store}/.anthropic-memory-store`)).toBe('{"memory_store_id":"memstore_x"}');
+    });
+  });
+
+  describe('errors', () => {
+    it('name the host path the operator knows, never a descriptor path (/proc/self/fd/N)', async () => {
+      host.mkdir(`${store}/d`);
+      // What a read-only remount answers every write with.
+      const readOnly = new Proxy(host.fs, {
+        get(target, prop, receiver) {
+          if (prop === 'writeFile') return async (path: string) => Promise.reject(fsError('EROFS', 'open', path, 'read-only file system'));
+          const value: unknown = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const writing = await StoreFolder.open(readOnly, store);
+      try {
+        const err = (await writing.write('/d/a.md', bytes('x')).catch((e: unknown) => e)) as NodeJS.ErrnoException;
+        expect(err.code).toBe('EROFS');
+        expect(err.message).toContain(`'${store}/d/a.md'`);
+        expect(err.path).toBe(`${store}/d/a.md`);
+      } finally {
+        await writing.close();
+      }
+    });
+  });
+
+  describe('locate', () => {
+    it('a different folder at the store path is never adopted, and nothing is done in it', async () => {
+      host.write(`${store}/a.md`, 'ours');
+      host.rename(store, `${host.base}/store-old`);
+      host.mkdir(store);
+      host.write(`${store}/theirs.md`, 'theirs');
+      expect(await folder.locate()).toBe('replaced');
+      expect(await folder.isAtHostPath()).toBe(false);
+      host.removeTree(store);
+      expect(await folder.locate()).toBe('missing');
+      host.symlink(outside, store);
+      expect(await folder.locate()).toBe('not_directory');
       outsideUntouched();
     });
   });

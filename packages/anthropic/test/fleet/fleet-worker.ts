@@ -120,7 +120,7 @@ function summary(report: SyncReport): PassSummary | null {
     renamed: store.renamed.map(({ from, to, side }) => ({ from, to, side })),
     conflicts: store.conflicts,
     errors: store.errors.length,
-    errorPaths: store.errors.map((e) => e.path),
+    errorPaths: store.errors.flatMap((e) => (e.path === undefined ? [] : [e.path])),
   };
 }
 

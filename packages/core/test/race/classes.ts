@@ -23,7 +23,7 @@ const isLink = (s: Stats) => s.isSymbolicLink();
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** What one variant of a class did. */
-interface VariantRun {
+export interface VariantRun {
   arena: Arena;
   budget: Budget;
   counts: RacerCounts;
@@ -34,7 +34,7 @@ interface VariantResult extends VariantRun {
 }
 
 /** Runs a class's variants one after the other, each in its own arena, and adds them up. */
-async function runVariants(
+export async function runVariants(
   attempts: number,
   ms: number,
   variants: Record<string, (budget: Budget) => Promise<VariantRun>>,

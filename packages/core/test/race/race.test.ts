@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Arena, describeViolations } from './arena.js';
 import { deleteOutside, hardLinks, readOutside, writeOutside, type ClassResult } from './classes.js';
 import { exhaustion } from './exhaustion.js';
+import { nestedMount } from './nested-mount.js';
 import { bundleChild } from '../reliability/child-bundle.js';
 import { buildRacer, Racer, raceSkipReason } from './racer.js';
 
@@ -50,6 +51,9 @@ if (skip) console.warn(`race tests SKIPPED: ${skip}. They prove the confinement 
     ['delete-outside', deleteOutside],
     ['exhaustion', (bin, attempts, ms) => exhaustion(bin, engineChild, attempts, ms)],
     ['hard-links', hardLinks],
+    ['nested-mount-pass', nestedMount('pass')],
+    ['nested-mount-finalize', nestedMount('finalize')],
+    ['nested-mount-recover', nestedMount('recover')],
   ];
   for (const [name, run] of classes) {
     it(`${name}: no violation in ${ATTEMPTS} raced attempts`, { timeout: CLASS_MS * 4 + 30_000 }, async () => {

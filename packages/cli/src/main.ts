@@ -255,14 +255,6 @@ async function mountCommand(args: readonly string[], out: Output): Promise<numbe
       const { mounter, resource } = mounterFor(target, connection.storeClient);
       out.follow(mounter);
       if (!(await download(mounter, resource, target, stops, out))) return interrupted(target, stops, out);
-      const [mount] = mounter.mounts;
-      out.note(`mounted ${target.id} at ${target.dir} (${mount!.access}); syncing every ${target.intervalS} s and on file changes; Ctrl-C to finish`, {
-        event: 'mounted',
-        memoryStoreId: target.id,
-        dir: target.dir,
-        access: mount!.access,
-        status: mounter.status()[0],
-      });
       const problems = await runUntilStopped(mounter, target, stops, out);
       return problems ? EXIT.syncProblems : EXIT.ok;
     } finally {
@@ -319,6 +311,15 @@ async function runUntilStopped(mounter: MemoryMounter, t: MountTarget, stops: St
   } catch {
     out.note('file watching unavailable here: syncing on the interval only', { event: 'no_watch' });
   }
+  // Said once the watcher is in place: an edit made after this line is seen.
+  const [mount] = mounter.mounts;
+  out.note(`mounted ${t.id} at ${t.dir} (${mount!.access}); syncing every ${t.intervalS} s and on file changes; Ctrl-C to finish`, {
+    event: 'mounted',
+    memoryStoreId: t.id,
+    dir: t.dir,
+    access: mount!.access,
+    status: mounter.status()[0],
+  });
   if (!stops.stop.aborted) await new Promise<void>((resolveStop) => stops.stop.addEventListener('abort', () => resolveStop(), { once: true }));
   clearInterval(timer);
   clearTimeout(debounce);

@@ -178,9 +178,11 @@ export class Output {
       [
         `finalized (${outcome}${opts.cutShort ? `: final sync cut short by ${opts.cutShort}` : ''}): final sync pushed ${data.pushed}, pulled ${data.pulled}, ` +
           `deleted ${data.deletedRemote} in the store, ${data.conflicts} conflict(s); removed ${report.removed.join(', ') || 'nothing'}`,
-        ...report.leftInPlace.map((l) => `${l.path} left in place (${l.reason})`),
+        ...report.leftInPlace.filter((l) => l.code === undefined).map((l) => `${l.path} left in place (${l.reason})`),
         ...report.unpushed.map((u) => `${u.path} not pushed (${u.reason})`),
-        ...(kept ? [`${opts.dir} is kept with what was not pushed: \`memory-mounter recover\` pushes it and removes the folder`] : []),
+        ...(kept
+          ? [`${opts.dir} is kept with what was not pushed (and its record): \`memory-mounter recover\` pushes what it can and removes it once all is in the store`]
+          : []),
       ],
       data,
     );

@@ -24,6 +24,24 @@ export function escapeForTerminal(text: string): string {
   });
 }
 
+/** How a write fails once the reader is gone: a closed pipe, a terminal that went away (EIO after SIGHUP). */
+const READER_GONE = new Set(['EPIPE', 'EIO', 'ERR_STREAM_DESTROYED']);
+const onStdoutClosed = new Set<() => void>();
+let stdoutWatched = false;
+
+/** Listens once per process (main may run more than once in one, in tests) for stdout going away. */
+function watchStdout(callback: () => void): void {
+  onStdoutClosed.add(callback);
+  if (stdoutWatched) return;
+  stdoutWatched = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (!READER_GONE.has(err.code ?? '')) throw err;
+    for (const closed of onStdoutClosed) closed();
+  });
+  // A closed stderr (`2>&1 | head`) is as quiet: what it would have shown has nowhere to go.
+  process.stderr.on('error', () => undefined);
+}
+
 /** Paths a pass line names per kind of change before it says "+N more" (all with --verbose). */
 const PATHS_PER_LINE = 3;
 
@@ -51,12 +69,7 @@ export class Output {
   ) {
     this.#tty = !json && process.stdout.isTTY === true;
     this.#verbose = opts.verbose === true;
-    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
-      this.#closeStdout();
-    });
-    // A closed stderr (`2>&1 | head`) is as quiet: the error it would have shown has nowhere to go.
-    process.stderr.on('error', () => undefined);
+    watchStdout(() => this.#closeStdout());
   }
 
   /** Whether stdout has closed under the CLI. */

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryApiServer } from '@memory-mounter/testing';
 import { escapeForTerminal } from '../src/output.js';
 import { emulator, exited, hazardsIn, lines, run, start, workFolder } from './bin-harness.js';
 
@@ -168,5 +169,14 @@ describe('refusals before anything starts, in the words of the command line', ()
     } finally {
       await new Promise((resolve) => service.close(resolve));
     }
+  });
+
+  // The bundled emulator answers 404 for a store it was not seeded with once it knows its stores
+  // (`hasStore`, with the 404, on branch wip-worker); before that it makes an empty store on first use.
+  it.runIf(typeof (MemoryApiServer.prototype as { hasStore?: unknown }).hasStore === 'function')('--emulator: an id other than memstore_demo is an error too', async () => {
+    const r = await run(['pull', 'memstore_typo', './typo', '--emulator'], { cwd: w.mounts, env: w.env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no memory store memstore_typo/);
+    expect(await readdir(w.mounts)).toEqual([]);
   });
 });

@@ -87,6 +87,30 @@ describe('memory-mounter mount: signals', () => {
     expect(await records()).toEqual([]);
   });
 
+  it('a second Ctrl-C at once (the final sync may not have scanned yet): the folder is kept all the same, and recover pushes the edit', async () => {
+    const child = start(mountArgs(), { cwd: w.mounts, env });
+    const out = lines(child);
+    try {
+      await out.waitFor(/"event":"mounted"/);
+      await appendFile(join(w.mounts, 't', 'notes', 'n5.md'), 'edited just before\n');
+      server.latencyMs = 3_000;
+      child.kill('SIGINT');
+      // The second as soon as the first is handled (two sent together arrive as one): the final
+      // sync's scan may or may not have ended, and the edit is kept either way.
+      await out.waitFor(/"event":"finalizing"/);
+      child.kill('SIGINT');
+      expect((await exited(child)).code).toBe(1);
+      expect(await readdir(w.mounts)).toEqual(['t']);
+      expect(await records()).toHaveLength(1);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    server.latencyMs = 0;
+    expect((await run(['recover', ...emu.args], { cwd: w.mounts, env })).code).toBe(0);
+    expect(server.snapshot('memstore_t')['/notes/n5.md']).toBe('note 5\nedited just before\n');
+    expect(await readdir(w.mounts)).toEqual([]);
+  });
+
   it('SIGHUP (a closed terminal) ends it like SIGTERM: final sync, folder removed, exit 0', async () => {
     const child = start(mountArgs(), { cwd: w.mounts, env });
     const out = lines(child);

@@ -6,7 +6,9 @@ export default defineProject({
   test: {
     name: 'cli',
     include: ['test/**/*.test.ts'],
-    // The tests run the built bin as a child process: give each its time.
+    // Most tests run the built bin as a child process: built once for all of them.
+    globalSetup: ['test/build-bin.ts'],
     testTimeout: 30_000,
+    hookTimeout: 60_000,
   },
 });

@@ -22,17 +22,31 @@ export interface FolderDiff {
   blocked: string[];
 }
 
+/** Every readable state record in `stateDir` (none when it does not exist). */
+export async function recordsIn(stateDir: string): Promise<StateRecord[]> {
+  const names = await readdir(stateDir).catch(() => [] as string[]);
+  const records: StateRecord[] = [];
+  for (const name of names.filter((n) => n.startsWith('mm-state-') && n.endsWith('.json')).sort()) {
+    const bytes = await readFile(join(stateDir, name)).catch(() => null);
+    const parsed = bytes && parseRecord(bytes, name);
+    if (parsed?.ok) records.push(parsed.record);
+  }
+  return records;
+}
+
+/** The record of the folder at `hostPath` (a real path), or null. */
+export async function recordFor(stateDir: string, hostPath: string): Promise<StateRecord | null> {
+  return (await recordsIn(stateDir)).find((r) => r.host_path === hostPath) ?? null;
+}
+
 /** The state record `MemoryMounter` wrote for `dir` (stateDir option), or a UsageError saying why there is none. */
 export async function findRecord(stateDir: string, dir: string): Promise<StateRecord> {
   const hostPath = await realpath(dir).catch(() => {
     throw new UsageError(`${dir} does not exist: nothing is mounted there`);
   });
-  const names = await readdir(stateDir).catch(() => [] as string[]);
-  for (const name of names.filter((n) => n.startsWith('mm-state-') && n.endsWith('.json'))) {
-    const parsed = parseRecord(await readFile(join(stateDir, name)), name);
-    if (parsed.ok && parsed.record.host_path === hostPath) return parsed.record;
-  }
-  throw new UsageError(`no mount record for ${hostPath} in ${stateDir}: mount or pull it with memory-mounter (same --state-dir) first`);
+  const record = await recordFor(stateDir, hostPath);
+  if (record) return record;
+  throw new UsageError(`no mount record for ${dir} in ${stateDir}: mount or pull it with memory-mounter (same --state-dir) first`);
 }
 
 /**

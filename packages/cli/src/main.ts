@@ -1,34 +1,41 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   MemoryConfigError,
-  MemoryMountError,
   MemoryMounter,
+  mountablePathProblem,
   type DeletionMode,
   type FinalizeReport,
+  type StoreClient,
   type SyncReport,
 } from '@memory-mounter/core';
 import { connect } from './connect.js';
 import { handleItemCommand } from './handle-item.js';
-import { diffFolder, findRecord, type FolderDiff } from './local-diff.js';
+import { diffFolder, findRecord, recordFor, type FolderDiff } from './local-diff.js';
+import { explainMountError, type MountTargetWords } from './mount-errors.js';
 import { Output } from './output.js';
-import { EXIT, HELP, UsageError } from './usage.js';
+import { recoverCommand } from './recover-command.js';
+import { StopRequests } from './stop-requests.js';
+import { CommandError, DELETE_GRACE_S, EXIT, HELP, MAX_INTERVAL_S, UsageError } from './usage.js';
 
 const COMMON = {
   emulator: { type: 'boolean' },
   'base-url': { type: 'string' },
   'state-dir': { type: 'string' },
   json: { type: 'boolean' },
+  verbose: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+const DELETION_MODES: readonly DeletionMode[] = ['enabled', 'log_only', 'disabled'];
 
 /** Runs one command line; resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const out = new Output(argv.includes('--json'));
+  const out = new Output(argv.includes('--json'), { verbose: argv.includes('--verbose') });
   try {
     switch (command) {
       case 'mount':
@@ -39,6 +46,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await statusCommand(rest, out);
       case 'push':
         return await pushCommand(rest, out);
+      case 'recover':
+        return await recover(rest, out);
       case 'handle-item':
         return await handleItem(rest, out);
       case undefined:
@@ -55,10 +64,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       out.error(err instanceof Error ? err.message : String(err), 'usage');
       return EXIT.usage;
     }
-    if (err instanceof MemoryMountError) {
-      out.error(`${err.code}: ${err.message}`, err.code);
-      // A folder already there, a root missing: the command line's to fix.
-      return err.code === 'download_failed' ? EXIT.syncProblems : EXIT.usage;
+    if (err instanceof CommandError) {
+      out.error(err.message, err.code);
+      return err.exitCode;
     }
     throw err;
   }
@@ -70,6 +78,7 @@ interface Flags {
   'base-url'?: string;
   'state-dir'?: string;
   json?: boolean;
+  verbose?: boolean;
   help?: boolean;
   interval?: string;
   'read-only'?: boolean;
@@ -92,7 +101,7 @@ function isParseError(err: unknown): boolean {
 }
 
 /** Where mount records are kept: --state-dir, $MEMORY_MOUNTER_STATE_DIR, $XDG_STATE_HOME/memory-mounter, ~/.local/state/memory-mounter. */
-function stateDirOf(flag: string | undefined): string {
+export function stateDirOf(flag: string | undefined): string {
   if (flag) return resolve(flag);
   if (process.env.MEMORY_MOUNTER_STATE_DIR) return resolve(process.env.MEMORY_MOUNTER_STATE_DIR);
   const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
@@ -100,44 +109,137 @@ function stateDirOf(flag: string | undefined): string {
 }
 
 async function ensureStateDir(dir: string): Promise<string> {
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  return realpath(dir);
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    return await realpath(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new UsageError(`the state dir ${dir} cannot be made (${code}): give another with --state-dir or $MEMORY_MOUNTER_STATE_DIR`);
+  }
 }
 
-/** The mounter for a store folder at `dir`: memoryRoot is its parent, the mount path its name. */
-async function mounterFor(
-  id: string | undefined,
-  dirArg: string | undefined,
-  values: { 'state-dir'?: string | undefined; interval?: string | undefined; deletions?: string | undefined; 'read-only'?: boolean | undefined },
-  storeClient: import('@memory-mounter/core').StoreClient,
-) {
-  if (!id) throw new UsageError('a memory_store_id is needed');
-  const dir = resolve(dirArg ?? id);
-  const parent = await realpath(dirname(dir)).catch(() => {
-    throw new UsageError(`${dirname(dir)} does not exist: create the folder that will hold ${basename(dir)}`);
-  });
-  const name = basename(dir);
-  const interval = values.interval === undefined ? undefined : Number(values.interval);
-  if (values.interval !== undefined && !(Number.isFinite(interval) && interval! > 0)) {
-    throw new UsageError(`--interval takes seconds, a number > 0; got ${JSON.stringify(values.interval)}`);
+/** `--interval` in seconds: a number > 0, at most an hour. */
+function intervalOf(flag: string | undefined): number {
+  if (flag === undefined) return 15;
+  const s = Number(flag);
+  if (!(flag.trim() !== '' && Number.isFinite(s) && s > 0)) throw new UsageError(`--interval takes seconds, a number > 0; got ${JSON.stringify(flag)}`);
+  if (s > MAX_INTERVAL_S) {
+    const hint = s / 1000 <= MAX_INTERVAL_S ? ` (--interval is in seconds: ${s / 1000} for ${s} ms)` : '';
+    throw new UsageError(`--interval takes seconds, at most ${MAX_INTERVAL_S} (an hour); got ${flag}${hint}`);
   }
+  return s;
+}
+
+function deletionsOf(flag: string | undefined): DeletionMode {
+  if (flag === undefined) return 'enabled';
+  if (!DELETION_MODES.includes(flag as DeletionMode)) throw new UsageError(`--deletions takes ${DELETION_MODES.join(', ')}; got ${JSON.stringify(flag)}`);
+  return flag as DeletionMode;
+}
+
+/** A store folder to make, from a command line; every flag checked before anything starts. */
+interface MountTarget extends MountTargetWords {
+  /** The folder's real path: under the real path of the folder that holds it. */
+  dir: string;
+  /** The folder that holds it: the library's memoryRoot. */
+  parent: string;
+  name: string;
+  intervalS: number;
+  deletions: DeletionMode;
+  readOnly: boolean;
+}
+
+/**
+ * Checks a mount or pull command line without side effects beyond making the state dir: the
+ * flags, the folder (relative to the current folder; it must not exist, its parent must), its
+ * name, the state dir. An error here is a usage error, before any emulator or connection starts.
+ */
+async function mountTarget(id: string | undefined, dirArg: string | undefined, values: Flags): Promise<MountTarget> {
+  if (!id) throw new UsageError('a memory_store_id is needed');
+  const intervalS = intervalOf(values.interval);
+  const deletions = deletionsOf(values.deletions);
+  const shown = dirArg ?? `.${sep}${id}`;
+  const wanted = resolve(dirArg ?? id);
+  const parent = await realpath(dirname(wanted)).catch(() => {
+    throw new UsageError(`${dirname(shown)} does not exist: create the folder that will hold ${basename(wanted)}`);
+  });
+  const name = basename(wanted);
+  const problem = mountablePathProblem(`/${name}`);
+  if (problem) throw new UsageError(`${shown} cannot hold a store: its name ${problem}`);
+  // The library keeps its records out of reach of the folder it mounts into: checked as
+  // written before the state dir is made, and as resolved after.
+  const refuseInside = (stateDir: string) => {
+    const inside = relative(parent, stateDir);
+    if (inside !== '' && (inside.startsWith('..') || inside.startsWith(sep))) return;
+    throw new UsageError(
+      `the state dir ${stateDir} is inside ${parent}, the folder that holds ${shown}: ` +
+        `mount into a folder that does not contain it, or give another state dir with --state-dir`,
+    );
+  };
+  refuseInside(stateDirOf(values['state-dir']));
   const stateDir = await ensureStateDir(stateDirOf(values['state-dir']));
+  refuseInside(stateDir);
+  const dir = join(parent, name);
+  if (await lstat(dir).catch(() => null)) {
+    const record = await recordFor(stateDir, dir);
+    throw new CommandError(
+      record
+        ? `${shown} already exists: a mount (or pull) of ${record.memory_store_id} left it, with its record in ${stateDir}. ` +
+            '`memory-mounter recover` pushes what it holds and removes it; then mount again'
+        : `${shown} already exists: mount and pull make the folder themselves; give one that does not exist yet`,
+      'mount_path_exists',
+      EXIT.usage,
+    );
+  }
+  return { id, shown, stateDir, dir, parent, name, intervalS, deletions, readOnly: values['read-only'] === true };
+}
+
+/** The mounter and the resource for a target. */
+function mounterFor(t: MountTarget, storeClient: StoreClient) {
   const mounter = new MemoryMounter({
     storeClient,
-    memoryRoot: parent,
-    stateDir,
-    ...(interval !== undefined && { memory_sync_interval: interval }),
-    ...(values.deletions !== undefined && { memory_sync_deletions: values.deletions as DeletionMode }),
+    memoryRoot: t.parent,
+    stateDir: t.stateDir,
+    memory_sync_interval: t.intervalS,
+    memory_sync_deletions: t.deletions,
+    deleteGracePeriod: DELETE_GRACE_S,
+    // A final sync cut short (a second Ctrl-C) keeps what it did not push, for `recover`.
+    keepUnpushed: true,
   });
   const resource = {
     type: 'memory_store' as const,
-    memory_store_id: id,
-    name,
-    mount_path: `/mnt/memory/${name}`,
-    access: values['read-only'] ? ('read_only' as const) : ('read_write' as const),
+    memory_store_id: t.id,
+    name: t.name,
+    mount_path: `/mnt/memory/${t.name}`,
+    access: t.readOnly ? ('read_only' as const) : ('read_write' as const),
   };
-  return { mounter, resource, dir: join(parent, name) };
+  return { mounter, resource };
+}
+
+/**
+ * Downloads the target's store. Stop requests are in place before, so a Ctrl-C during the
+ * download stops it and the library removes what it wrote (folder and record): resolves to
+ * false then. Other failures throw, in the CLI's words.
+ */
+async function download(mounter: MemoryMounter, resource: object & { type: string }, t: MountTarget, stops: StopRequests, out: Output): Promise<boolean> {
+  out.note(`downloading ${t.id} into ${t.dir}`, { event: 'downloading', memoryStoreId: t.id, dir: t.dir });
+  if (stops.stop.aborted) return false;
+  try {
+    await mounter.materialize([resource], { signal: stops.stop });
+    return true;
+  } catch (err) {
+    if (stops.stop.aborted) return false;
+    throw explainMountError(err, t);
+  }
+}
+
+function interrupted(t: MountTarget, stops: StopRequests, out: Output): number {
+  out.note(`stopped by ${stops.firstReason} during the download: nothing was left behind`, {
+    event: 'interrupted',
+    memoryStoreId: t.id,
+    dir: t.dir,
+    by: stops.firstReason,
+  });
+  return stops.interruptedExitCode;
 }
 
 async function mountCommand(args: readonly string[], out: Output): Promise<number> {
@@ -147,49 +249,51 @@ async function mountCommand(args: readonly string[], out: Output): Promise<numbe
     'mount',
   );
   if (help) return out.text(help), EXIT.ok;
-  const connection = await connect(values);
+  if (positionals.length < 1 || positionals.length > 2) throw new UsageError('mount takes <memory_store_id> [dir]');
+  const target = await mountTarget(positionals[0], positionals[1], values);
+  const stops = new StopRequests();
+  out.onClosed = () => stops.request('stdout closed');
   try {
-    if (connection.emulator) out.note(`emulator: ${connection.baseURL} (store memstore_demo)`, { event: 'emulator', baseURL: connection.baseURL });
-    const { mounter, resource, dir } = await mounterFor(positionals[0], positionals[1], values, connection.storeClient);
-    out.follow(mounter);
-    const [mount] = await mounter.materialize([resource]);
-    const files = mounter.status()[0];
-    out.note(`mounted ${mount!.memoryStoreId} at ${dir} (${mount!.access}); syncing every ${intervalOf(values.interval)} s and on file changes; Ctrl-C to finish`, {
-      event: 'mounted',
-      memoryStoreId: mount!.memoryStoreId,
-      dir,
-      access: mount!.access,
-      status: files,
-    });
-    const problems = await runUntilSignal(mounter, dir, intervalOf(values.interval), out);
-    return problems ? EXIT.syncProblems : EXIT.ok;
+    const connection = await connect(values);
+    try {
+      if (connection.emulator) out.note(`emulator: ${connection.baseURL} (store memstore_demo)`, { event: 'emulator', baseURL: connection.baseURL });
+      const { mounter, resource } = mounterFor(target, connection.storeClient);
+      out.follow(mounter);
+      if (!(await download(mounter, resource, target, stops, out))) return interrupted(target, stops, out);
+      const problems = await runUntilStopped(mounter, target, stops, out);
+      return problems ? EXIT.syncProblems : EXIT.ok;
+    } finally {
+      await connection.close();
+    }
   } finally {
-    await connection.close();
+    stops.dispose();
   }
 }
 
-function intervalOf(flag: string | undefined): number {
-  return flag === undefined ? 15 : Number(flag);
-}
-
-/** Syncs on the interval and on file changes until SIGINT/SIGTERM; then finalizes. Resolves to "problems were reported". */
-async function runUntilSignal(mounter: MemoryMounter, dir: string, intervalS: number, out: Output): Promise<boolean> {
+/**
+ * Syncs on the interval and on file changes until the first stop request; then finalizes, cut
+ * short by a second one. Resolves to "problems were reported".
+ */
+async function runUntilStopped(mounter: MemoryMounter, t: MountTarget, stops: StopRequests, out: Output): Promise<boolean> {
   let problems = false;
-  let stopping = false;
   let again = false;
   let running: Promise<void> | null = null;
+  const passInfo = { graceS: DELETE_GRACE_S, deletions: t.deletions };
   const sync = (force: boolean) => {
-    if (stopping) return;
+    if (stops.stop.aborted) return;
     if (running) {
       again ||= force;
       return;
     }
+    const startedAt = performance.now();
     running = mounter
       .reconcile({ force })
       .then((report) => {
-        if (report) problems = out.pass(report) || problems;
+        if (report) problems = out.pass(report, { ...passInfo, startedAt }) || problems;
       })
-      .catch((err: unknown) => out.error(`sync failed: ${err instanceof Error ? err.message : String(err)}`, 'sync_failed'))
+      .catch((err: unknown) => {
+        if (!stops.stop.aborted) out.error(`sync failed: ${err instanceof Error ? err.message : String(err)}`, 'sync_failed');
+      })
       .finally(() => {
         running = null;
         if (again) {
@@ -198,13 +302,13 @@ async function runUntilSignal(mounter: MemoryMounter, dir: string, intervalS: nu
         }
       });
   };
-  const timer = setInterval(() => sync(false), Math.min(1_000, intervalS * 1000));
+  const timer = setInterval(() => sync(false), Math.min(1_000, t.intervalS * 1000));
   // fs.watch (recursive: Linux since Node 20, macOS, Windows): a change anywhere in the folder
   // asks for a pass soon after (debounced, so an editor's save is one pass, not five).
   let debounce: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | null = null;
   try {
-    watcher = watch(dir, { recursive: true }, () => {
+    watcher = watch(t.dir, { recursive: true }, () => {
       clearTimeout(debounce);
       debounce = setTimeout(() => sync(true), 300);
     });
@@ -212,19 +316,24 @@ async function runUntilSignal(mounter: MemoryMounter, dir: string, intervalS: nu
   } catch {
     out.note('file watching unavailable here: syncing on the interval only', { event: 'no_watch' });
   }
-  await new Promise<void>((resolveSignal) => {
-    const stop = () => resolveSignal();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  // Said once the watcher is in place: an edit made after this line is seen.
+  const [mount] = mounter.mounts;
+  out.note(`mounted ${t.id} at ${t.dir} (${mount!.access}); syncing every ${t.intervalS} s and on file changes; Ctrl-C to finish`, {
+    event: 'mounted',
+    memoryStoreId: t.id,
+    dir: t.dir,
+    access: mount!.access,
+    status: mounter.status()[0],
   });
-  stopping = true;
+  if (!stops.stop.aborted) await new Promise<void>((resolveStop) => stops.stop.addEventListener('abort', () => resolveStop(), { once: true }));
   clearInterval(timer);
   clearTimeout(debounce);
   watcher?.close();
+  out.note(`finishing (${stops.firstReason}): final sync, then removing the folder; again to cut it short`, { event: 'finalizing', by: stops.firstReason });
+  // finalize stops a pass still running itself; a second request cuts the final sync short.
+  const report: FinalizeReport = await mounter.finalize({ outcome: 'completed', signal: stops.hurry });
   await running;
-  out.note('finishing: final sync, then removing the folder', { event: 'finalizing' });
-  const report = await mounter.finalize({ outcome: 'completed' });
-  return out.finalized(report) || problems;
+  return out.finalized(report, { cutShort: stops.secondReason, dir: t.shown }) || problems;
 }
 
 async function handleItem(args: readonly string[], out: Output): Promise<number> {
@@ -243,17 +352,24 @@ async function pullCommand(args: readonly string[], out: Output): Promise<number
   const { values, positionals, help } = parse(args, {}, 'pull');
   if (help) return out.text(help), EXIT.ok;
   if (positionals.length !== 2) throw new UsageError('pull takes <memory_store_id> <dir>');
-  const connection = await connect(values);
+  const target = await mountTarget(positionals[0], positionals[1], values);
+  const stops = new StopRequests();
+  out.onClosed = () => stops.request('stdout closed');
   try {
-    const { mounter, resource, dir } = await mounterFor(positionals[0], positionals[1], values, connection.storeClient);
-    out.follow(mounter);
-    await mounter.materialize([resource]);
-    // Left mounted on purpose (not finalized): the folder stays, its record says what was pulled.
-    const [s] = mounter.status();
-    out.note(`pulled ${resource.memory_store_id} into ${dir}`, { event: 'pulled_store', memoryStoreId: resource.memory_store_id, dir, status: s });
-    return EXIT.ok;
+    const connection = await connect(values);
+    try {
+      const { mounter, resource } = mounterFor(target, connection.storeClient);
+      out.follow(mounter);
+      if (!(await download(mounter, resource, target, stops, out))) return interrupted(target, stops, out);
+      // Left mounted on purpose (not finalized): the folder stays, its record says what was pulled.
+      const [s] = mounter.status();
+      out.note(`pulled ${target.id} into ${target.dir}`, { event: 'pulled_store', memoryStoreId: target.id, dir: target.dir, status: s });
+      return EXIT.ok;
+    } finally {
+      await connection.close();
+    }
   } finally {
-    await connection.close();
+    stops.dispose();
   }
 }
 
@@ -276,14 +392,21 @@ async function pushCommand(args: readonly string[], out: Output): Promise<number
   return EXIT.ok;
 }
 
+async function recover(args: readonly string[], out: Output): Promise<number> {
+  const { values, positionals, help } = parse(args, {}, 'recover');
+  if (help) return out.text(help), EXIT.ok;
+  if (positionals.length > 1) throw new UsageError('recover takes at most one <dir>');
+  return recoverCommand({ dirArg: positionals[0], stateDir: stateDirOf(values['state-dir']), flags: values }, out);
+}
+
 /** The store is asked when it can be (--emulator, --base-url or ANTHROPIC_API_KEY) and --local is not given. */
-async function localOrRemoteDiff(dir: string, values: { emulator?: boolean | undefined; 'base-url'?: string | undefined; 'state-dir'?: string | undefined; local?: boolean | undefined }): Promise<FolderDiff> {
+async function localOrRemoteDiff(dir: string, values: Flags): Promise<FolderDiff> {
   const stateDir = stateDirOf(values['state-dir']);
   if (!(await stat(stateDir).catch(() => null))) throw new UsageError(`no state dir ${stateDir}: nothing was mounted or pulled with it`);
   const record = await findRecord(stateDir, dir);
   const remote = !values.local && (values.emulator || values['base-url'] !== undefined || process.env.ANTHROPIC_API_KEY);
   if (!remote) return diffFolder(record, null);
-  const connection = await connect({ ...(values.emulator && { emulator: true }), ...(values['base-url'] && { 'base-url': values['base-url'] }) });
+  const connection = await connect(values);
   try {
     return await diffFolder(record, connection.storeClient);
   } finally {

@@ -3,6 +3,22 @@ export class UsageError extends Error {}
 
 export const EXIT = { ok: 0, syncProblems: 1, usage: 2 } as const;
 
+/** A command that cannot go on, with the code --json prints and the exit code. */
+export class CommandError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Longest --interval the library takes, in seconds (an hour). */
+export const MAX_INTERVAL_S = 3600;
+/** Seconds a file stays missing before `mount` deletes its memory (the library's deleteGracePeriod). */
+export const DELETE_GRACE_S = 30;
+
 export const HELP: Record<string, string> = {
   main: `memory-mounter <command> [options]
 
@@ -11,6 +27,7 @@ Commands:
   pull <memory_store_id> <dir>    download a store into dir, once
   status <dir>                    what differs between dir and the store (writes nothing)
   push <dir> --dry-run            what a sync would send to the store
+  recover [dir]                   finish what a killed mount (or a pull) left: push, then remove
   handle-item                     serve the work item \`ant worker poll --on-work\` claimed
 
 Common options:
@@ -18,21 +35,28 @@ Common options:
   --base-url <url>  API endpoint (credentials: ANTHROPIC_API_KEY)
   --state-dir <dir> where mount records are kept (default $MEMORY_MOUNTER_STATE_DIR,
                     else $XDG_STATE_HOME/memory-mounter, else ~/.local/state/memory-mounter)
-  --json            machine-readable output
+  --json            machine-readable output (one JSON object per line)
+  --verbose         name every path in a pass line, not the first few
   --help            help for a command
 
-Exit codes: 0 ok, 1 sync problems reported, 2 usage or configuration error.`,
+Paths are relative to the current folder. Exit codes: 0 ok, 1 sync problems reported, 2 usage
+or configuration error; a download stopped by a signal: 128 + its number (130 for Ctrl-C).`,
   mount: `memory-mounter mount <memory_store_id> [dir] [options]
 
 Downloads the store into dir (default ./<memory_store_id>; it must not exist, its parent must),
 then keeps it in sync: every --interval seconds and soon after a file in dir changes. Prints one
-line per pass that changed something. Ctrl-C (or SIGTERM) runs a final sync, pushes what is
-left, removes dir and prints a summary.
+line per pass that changed something (counts and a few paths; --verbose names all), and a line
+for each deleted file with the seconds left before its memory is deleted too.
+
+Ctrl-C, SIGTERM or SIGHUP during the download stops it and removes dir. Afterwards: a final
+sync, dir removed, a summary. A second one cuts the final sync short (the session ends
+aborted): what was not pushed stays in dir, for \`memory-mounter recover\`.
 
 Options:
   --interval <seconds>   seconds between syncs (default 15; at most 3600)
   --read-only            never push nor delete in the store
   --deletions <mode>     enabled | log_only | disabled (default enabled)
+  --verbose              every path in pass lines
   --emulator, --base-url, --state-dir, --json as for every command`,
   pull: `memory-mounter pull <memory_store_id> <dir> [options]
 
@@ -63,4 +87,10 @@ Exit codes: 0 served, 1 the item failed or changes were not pushed, 2 a value is
 
 Lists what a sync would send to the store: files to create, to update, memories to delete.
 Only --dry-run is supported: to send, use \`mount\` (its sync pushes).`,
+  recover: `memory-mounter recover [dir] [options]
+
+Finishes what a mount killed before it could end (or a pull) left, from its record in the state
+dir: pushes the folder's local changes (the store keeps its version where both changed; nothing
+is deleted in the store), then removes the folder and its record. Without dir, every folder
+recorded there whose process is gone. Needs the store: credentials, --base-url or --emulator.`,
 };

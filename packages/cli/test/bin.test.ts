@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { appendFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,14 +14,11 @@ let work: string;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  // The bin under test is the built one: build it (and the packages it uses) once.
-  const build = spawnSync('npx', ['-y', 'pnpm@10.34.9', 'run', 'build'], { cwd: root, encoding: 'utf8' });
-  expect(build.status, build.stderr).toBe(0);
+  // The bin is built by the project's global setup (test/build-bin.ts).
   work = await mkdtemp(join(tmpdir(), 'mm-cli-'));
   env = { ...process.env, MEMORY_MOUNTER_STATE_DIR: join(work, 'state'), ANTHROPIC_API_KEY: '' };
-  await rm(join(work, 'mounts'), { recursive: true, force: true });
-  spawnSync('mkdir', ['-p', join(work, 'mounts')]);
-}, 120_000);
+  await mkdir(join(work, 'mounts'));
+});
 
 afterAll(async () => {
   await rm(work, { recursive: true, force: true });
@@ -59,7 +56,7 @@ function lines(child: ChildProcess) {
 
 describe('memory-mounter (the built bin)', () => {
   it('--help for each command; usage errors exit 2', () => {
-    for (const command of ['mount', 'pull', 'status', 'push']) {
+    for (const command of ['mount', 'pull', 'status', 'push', 'recover']) {
       const r = run([command, '--help']);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(`memory-mounter ${command}`);

@@ -511,6 +511,8 @@ export class MemoryMounter extends MounterEventEmitter {
     // sync's own writes) taught, so a finalize reads each store once.
     const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
       this.syncAll({ now: this.#options.monotonicNow(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote, rereadUnreadable: true }, true, false);
+    // Each scan replaces `lastScan`: the same object afterwards means no final scan finished.
+    const scanBefore = new Map(this.#stores.map((store) => [store, store.lastScan]));
     if (outcome === 'completed') {
       report.sync = await finalPass(false, 'full');
       report.timedOut.sync = deadline.aborted;
@@ -521,6 +523,23 @@ export class MemoryMounter extends MounterEventEmitter {
       const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
       if (!store) continue;
       for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
+    }
+    // Cut short (the deadline, or the caller's signal) before any final scan of a folder ended:
+    // what changed there since the last pass was never seen, so nothing can be named and the
+    // folder is not known to hold nothing new. It is kept unread, like one the scan could not
+    // read (SPEC 6.6), instead of going with edits no report mentions.
+    if (deadline.aborted) {
+      for (const store of this.#stores) {
+        const { memoryStoreId, access } = store.mount;
+        if (access !== 'read_write' || store.state.distrusted || store.lastScan !== scanBefore.get(store)) continue;
+        if (report.unpushed.some((u) => u.memoryStoreId === memoryStoreId && u.path === '/')) continue;
+        report.unpushed.push({
+          memoryStoreId,
+          path: '/',
+          code: 'folder_unreadable',
+          reason: 'finalize was cut short before its scan of the store folder ended: what changed there since the last pass is unknown',
+        });
+      }
     }
     // keepUnpushed: a store folder with unpushed changes stays (with the folders that hold it).
     // One holding something the final scans could not read stays whatever the option says: its

@@ -14,20 +14,23 @@
  */
 const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
-const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+/** What `escapeForTerminal` rewrites: the unsafe characters, and the backslash that starts an escape. */
+const ESCAPED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\\]/gu;
+
+const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r', '\\': '\\\\' };
 
 /**
  * `text` with every control, format and separator character written as a visible escape: `\n`,
- * `\r`, `\t`, `\xHH` below U+0100, `\u{HHHH}` above. Everything else (letters of any script,
- * emoji, spaces, backslashes) is left as it is, so an ordinary path reads the same.
+ * `\r`, `\t`, `\xhh` below U+0100, `\u{hhhh}` above; a backslash is doubled, so an escape shown
+ * is never a name's own text (`a\x1b` typed in a name shows as `a\\x1b`). Everything else
+ * (letters of any script, emoji, spaces) is left as it is, so an ordinary path reads the same.
  */
 export function escapeForTerminal(text: string): string {
-  return text.replace(UNSAFE, (ch) => {
+  return text.replace(ESCAPED, (ch) => {
     const named = NAMED[ch];
     if (named) return named;
     const code = ch.codePointAt(0)!;
-    const hex = code.toString(16).toUpperCase();
-    return code < 0x100 ? `\\x${hex.padStart(2, '0')}` : `\\u{${hex.padStart(4, '0')}}`;
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;
   });
 }
 

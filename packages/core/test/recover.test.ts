@@ -445,6 +445,21 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(h.client.snapshot(STORE)['/a.md']).toBe('cannot be pushed now');
     });
 
+    it('a finalize cut short before its scan ended keeps the folder unread (whatever keepUnpushed says): an edit no scan saw is not removed unnamed', async () => {
+      const m = await mount();
+      // Made after the last pass, and the signal is aborted before finalize's own scan can run.
+      await h.write(`${dir}/a.md`, 'edited after the last pass');
+      const report = await m.finalize({ signal: AbortSignal.abort() });
+      expect(report.unpushed).toEqual([expect.objectContaining({ memoryStoreId: STORE, path: '/', code: 'folder_unreadable' })]);
+      expect(report.leftInPlace).toEqual([expect.objectContaining({ path: dir, code: 'unreadable_kept' })]);
+      expect(report.removed).not.toContain(dir);
+      expect(await h.read(`${dir}/a.md`)).toBe('edited after the last pass');
+      expect(await h.exists(recordPath)).toBe(true);
+      const recovered = await recover();
+      expect(recovered.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md'] });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('edited after the last pass');
+    });
+
     it('still removes a folder whose changes were all pushed', async () => {
       const m = await mount({ keepUnpushed: true });
       await h.write(`${dir}/a.md`, 'pushed fine');

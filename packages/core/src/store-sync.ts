@@ -113,9 +113,9 @@ export class StoreSync {
   readonly #remote: RemoteView;
   readonly #pool: StoreSlots;
   /**
-   * The baseline a re-download cleared, until that download settles (`keepAgreedBaseline`) or,
-   * when it failed before settling (an outage during its listing), until the next pass takes it
-   * up (`takeUpAgreed`). Without it, a file the agent made at a memory's place after the wipe
+   * The baseline a re-download cleared, until that download ends whole (`keepAgreedBaseline`) or,
+   * when it failed (an outage during its listing; a pull the disk refused), until the next pass
+   * takes up the entries it did not settle (`takeUpAgreed`). Without it, a file the agent made at a memory's place after the wipe
    * would meet the store's copy, the engine's own earlier push, with no baseline: a conflict the
    * store wins, and the agent's write gone (reliability B18).
    */
@@ -223,7 +223,11 @@ export class StoreSync {
     const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
     this.keepAgreedBaseline(before, remote, outcomes);
-    this.#clearedBaseline = null;
+    // A download that settled but fails (a pull the disk refused, EMFILE or EACCES at its
+    // re-check; one cut off) leaves paths it never wrote: their agreed entries stay aside, so the
+    // next pass takes them up for a file the agent makes there meanwhile (`takeUpAgreed`), as
+    // after a listing that failed. Only a download that ends whole forgets them.
+    this.#clearedBaseline = unsettledEntries(before, this.state.baseline);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -233,6 +237,7 @@ export class StoreSync {
     const failed = outcomes.find((o) => o.result.kind === 'failed');
     if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
     if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
+    this.#clearedBaseline = null;
     logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
     return { written: [...report.pulled].sort(), skipped: [...index.skipped, ...report.skippedPaths] };
   }
@@ -616,4 +621,13 @@ function describe(err: unknown): { code: StoreReasonCode; reason: string } {
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : String(err);
   return { code: 'filesystem_error', reason: code ? `filesystem ${code}: ${message}` : message };
+}
+
+/**
+ * The entries of `cleared` (the baseline a re-download cleared) at paths the download did not
+ * settle into `baseline`: what the next pass may still take up. Null when there are none.
+ */
+function unsettledEntries(cleared: ReadonlyMap<string, string>, baseline: ReadonlyMap<string, string>): ReadonlyMap<string, string> | null {
+  const left = new Map([...cleared].filter(([path]) => !baseline.has(path)));
+  return left.size > 0 ? left : null;
 }

@@ -798,6 +798,31 @@ describe('regressions: the merged issue-18 engine', () => {
 });
 
 /**
+ * Found by the 10,000-case runs on main after issue 20 (seeds 20261302 memfs at case 1673,
+ * 854745903 mixed at case 3198).
+ */
+describe('regressions: the 10,000-case runs after issue 20', () => {
+  const bounds = { requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 } as const;
+
+  // A (seed 20261302, memfs). The folder is wiped while /b.md cannot be opened: the pass
+  // re-downloads the folder, and the agent then writes /b.md while the other writer copies
+  // /a.md. The next pass took the store's /b.md (the engine's own state) for a remote edit: a
+  // false conflict, and the agent's write was lost (I2).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a wiped folder re-downloaded while a file cannot be opened (${disk}): the agent's next write is pushed (it lost a false conflict)`,
+      replay({ disk, ...bounds, seedRw: ['/b.md'] }, [
+        new Unreadable('rw', '/b.md', 'EACCES', 1),
+        new WipeFolder('rw', 'remove_folder'),
+        new Reconcile(true),
+        new AgentWrite('rw', '/b.md'),
+        new RemoteCopyLocal('rw', '/a.md'),
+      ]),
+    );
+  }
+});
+
+/**
  * The original counterexamples of the random runs, replayed exactly: `path` is the run index
  * fast-check printed (the first number of its path), which regenerates the unshrunk case from
  * the seed. Valid for the generators of run-case.ts and commands.ts as they stand: a change to

@@ -820,6 +820,32 @@ describe('regressions: the 10,000-case runs after issue 20', () => {
       ]),
     );
   }
+
+  // B (seed 854745903, node). The change feed on; a paged full listing skips /bulk/n00.md while
+  // the other writer writes /a.md; the folder is wiped and re-downloaded from a view without
+  // n00; the feed never names n00 again (no new version), so the quiescent passes never pull
+  // it (I7).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a memory one paged listing missed while another writer wrote (${disk}): the next read lists in full and the folder converges (it was never pulled)`,
+      replay(
+        {
+          disk,
+          ...bounds,
+          bulk: true,
+          feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+        },
+        [
+          new SkipInListing('rw', 0, '/a.md'),
+          new WipeFolder('rw', 'remove_folder'),
+          new AdvanceClock(31),
+          new RemoteWrite('rw', '/d/e/f.md'),
+          new Reconcile(false),
+          new RemoteDelete('rw', '/a.md'),
+        ],
+      ),
+    );
+  }
 });
 
 /**

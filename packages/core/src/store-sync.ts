@@ -114,10 +114,12 @@ export class StoreSync {
   readonly #pool: StoreSlots;
   /**
    * The baseline a re-download cleared, until that download ends whole (`keepAgreedBaseline`) or,
-   * when it failed (an outage during its listing; a pull the disk refused), until the next pass
-   * takes up the entries it did not settle (`takeUpAgreed`). Without it, a file the agent made at a memory's place after the wipe
-   * would meet the store's copy, the engine's own earlier push, with no baseline: a conflict the
-   * store wins, and the agent's write gone (reliability B18).
+   * when it failed (an outage during its listing; a pull the disk refused), for the entries it
+   * did not settle, until each is taken up (`takeUpAgreed`: a file stands there again) or moot
+   * (the path was pulled, or the store no longer holds what was agreed). Without it, a file the
+   * agent made at a memory's place after the wipe would meet the store's copy, the engine's own
+   * earlier push, with no baseline: a conflict the store wins, and the agent's write gone
+   * (reliability B18).
    */
   #clearedBaseline: ReadonlyMap<string, string> | null = null;
   /** Entries the scan leaves alone, said once per kind per pass and per path only when new (warning-digest.ts). */
@@ -407,10 +409,7 @@ export class StoreSync {
     const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.unknownWrites = unknownWrites;
-    if (this.#clearedBaseline) {
-      this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
-      this.#clearedBaseline = null;
-    }
+    if (this.#clearedBaseline) this.#clearedBaseline = this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
     const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
@@ -523,12 +522,23 @@ export class StoreSync {
    * After a re-download that failed before it settled: the same rule as `keepAgreedBaseline`,
    * taken up by the next pass. A file standing at a path of the cleared baseline, where the
    * store still holds exactly what that entry says, is an edit of that memory: the entry comes
-   * back. A path with no file never does, so the wipe still never reads as deletions.
+   * back. A path with no file never does, so the wipe still never reads as deletions. Returns
+   * the entries still waiting: no file yet and the store unchanged, as when the pull that should
+   * restore the file fails again (the disk refuses it pass after pass), so that a file the
+   * agent makes there later is still its edit, not a "both created" conflict.
    */
-  private takeUpAgreed(cleared: ReadonlyMap<string, string>, files: ReadonlyMap<string, unknown>, remote: ReadonlyMap<string, RemoteEntry>): void {
+  private takeUpAgreed(
+    cleared: ReadonlyMap<string, string>,
+    files: ReadonlyMap<string, unknown>,
+    remote: ReadonlyMap<string, RemoteEntry>,
+  ): ReadonlyMap<string, string> | null {
+    const waiting = new Map<string, string>();
     for (const [path, agreed] of cleared) {
-      if (!this.state.baseline.has(path) && files.has(path) && remote.get(path)?.sha === agreed) this.state.baseline.set(path, agreed);
+      if (this.state.baseline.has(path) || remote.get(path)?.sha !== agreed) continue;
+      if (files.has(path)) this.state.baseline.set(path, agreed);
+      else waiting.set(path, agreed);
     }
+    return waiting.size > 0 ? waiting : null;
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {

@@ -346,13 +346,18 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
     // settled; the baseline entry it did not write must stay aside for the next pass, or a file
     // the agent makes there meanwhile meets the engine's own earlier push as "both created" and
     // loses to it (a false conflict).
-    it('a re-download whose pull the disk refuses: the agent file made there since is pushed, not lost to the engine\'s own earlier state', async () => {
+    // Refused for two passes: the re-download's pull, then the next pass's; the entry waits for a file.
+    it.each([1, 2])('a re-download whose pull the disk refuses (%i pass(es)): the agent file made there since is pushed, not lost to the engine\'s own earlier state', async (passes) => {
       const fs = new FaultyFileSystem(h.fs);
       const m = await h.mountNotes({ fileSystem: fs, deleteGracePeriod: 0 });
       await h.remove(dir);
-      fs.fail('openFile', `${dir}/a.md`, 'EMFILE');
+      fs.fail('openFile', `${dir}/a.md`, 'EMFILE', passes);
       const failed = await m.reconcile({ force: true });
       expect(failed!.stores[0]).toMatchObject({ status: 'failed', code: 'filesystem_error' });
+      if (passes === 2) {
+        const again = await m.reconcile({ force: true });
+        expect(again!.stores[0]).toMatchObject({ status: 'synced', pulled: [], errors: [{ path: '/a.md', operation: 'pull', kind: 'filesystem' }] });
+      }
       expect(await h.exists(`${dir}/a.md`)).toBe(false);
 
       await h.write(`${dir}/a.md`, 'written after the wipe');

@@ -47,6 +47,11 @@ export interface StoreSyncDeps {
   now?: () => number;
   /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
   recreateFolder: () => Promise<StoreFolder>;
+  /**
+   * Called once a pass has made the store folder again (`folder` is the new one): the crash-
+   * recovery record, which names the folder by its identity, is written anew (state-recorder.ts).
+   */
+  folderRecreated?: () => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
 }
@@ -367,6 +372,10 @@ export class StoreSync {
         if (snapshot.root === 'missing') {
           await this.#folder.close();
           this.#folder = await this.deps.recreateFolder();
+          // Recover reaches the folder by the (dev, ino) the record names and leaves any other
+          // (`folder_replaced`): the record must name this one before the download can be cut
+          // short, or a worker killed during it leaves a folder recover cannot vouch for.
+          await this.deps.folderRecreated?.();
         } else if (snapshot.marker !== 'ok') await writeMarker(this.#folder, mount.memoryStoreId);
         {
           const { written, skipped } = await this.download(opts.signal);

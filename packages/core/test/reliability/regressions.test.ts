@@ -825,6 +825,23 @@ describe('regressions: the 10,000-case runs after issue 20', () => {
     }
   }
 
+  // Seed 854745903 case 1399 (no feed, node; on main after issue 20 too). The folder is removed;
+  // the forced pass makes it again and is killed there (at the other store's listing, while the
+  // new folder is being made). The record still named the removed folder's (dev, ino), so
+  // recover left the new one as `folder_replaced` (R2). Fixed: while a pass makes the folder
+  // again the record names no folder, and the new one once it exists (mounter.ts).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a worker killed while a pass makes its wiped folder again (${disk}): recover takes the new folder (it was left as replaced)`,
+      replay({ disk, ...bounds, seedRw: ['/d/c.md'] }, [
+        new WipeFolder('rw', 'remove_folder'),
+        new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+        new RemoteRename('rw', '/a.md', '/a.md'),
+        new Recover(),
+      ]),
+    );
+  }
+
   // B (seed 854745903, node). The change feed on; a paged full listing skips /bulk/n00.md while
   // the other writer writes /a.md; the folder is wiped and re-downloaded from a view without
   // n00; the feed never names n00 again (no new version), so the quiescent passes never pull

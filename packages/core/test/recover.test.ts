@@ -51,24 +51,6 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
     // `folder_replaced`. A pass that makes a wiped folder again must not leave a record naming
     // the folder that is gone: the record names the new one once it exists, and none while it is
     // being made (a worker killed in between: recover follows the record by path and marker).
-    it('a folder a pass made again is named by the record: recover after the re-download was cut off takes it (it was left folder_replaced)', async () => {
-      const m = await mount({ syncTimeout: 0.3, requestTimeout: 0.1 });
-      const before = (await readRecord())!.folder_ids!.at(-1)!;
-      await h.remove(dir);
-      const list = h.client.list.bind(h.client);
-      h.client.list = neverAnsweringList;
-      const cut = await m.reconcile({ force: true });
-      expect(cut!.stores[0]!.status).not.toBe('redownloaded');
-      const named = (await readRecord())!.folder_ids!.at(-1)!;
-      expect(named.path).toBe(dir);
-      expect(named.ino).not.toBe(before.ino);
-      h.client.list = list;
-      const report = await recover();
-      expect(report.stores[0]!.outcome).not.toBe('left');
-      expect(await h.exists(dir)).toBe(false);
-      expect(h.client.snapshot(STORE)).toEqual(SEED);
-    });
-
     it('a folder a pass was making again when it failed (its marker could not be written): the record names no folder, and recover takes the empty one (it was left folder_replaced)', async () => {
       const faulty = new FaultyFileSystem(h.fs);
       const m = await mount({ fileSystem: faulty });

@@ -250,6 +250,12 @@ export class MemoryMounter extends MounterEventEmitter {
         const record = stateDir === undefined ? null : await beginRecord(fs, stateDir, memoryRoot, mount, logger, this.#options.deletionMode);
         if (record) this.#records.set(mount.path, record);
         const folder = await createStoreFolder(fs, memoryRoot, mount, created).catch(asMountError(mount));
+        // While a pass makes the folder again, the record names no folder: the identities it
+        // held are of folders that are gone, and the new ones are not known until they exist.
+        // A worker killed in between leaves a record that recover follows by path (and marker),
+        // as a record without identities, instead of one naming a folder that no longer exists
+        // (which recover would leave, `folder_replaced`, for the operator to clear by hand).
+        let remaking = false;
         stores.push(
           new StoreSync(mount, folder, {
             client: record ? record.client(this.#client) : this.#client,
@@ -262,7 +268,19 @@ export class MemoryMounter extends MounterEventEmitter {
             feedBudgetMs: this.#options.requestTimeoutMs,
             now: this.#options.monotonicNow,
             // Folders it makes again were recorded at materialize, so finalize still removes them.
-            recreateFolder: () => createStoreFolder(fs, memoryRoot, mount, []),
+            recreateFolder: async () => {
+              if (record) {
+                remaking = true;
+                await record.tryWrite();
+              }
+              return createStoreFolder(fs, memoryRoot, mount, []);
+            },
+            ...(record && {
+              folderRecreated: () => {
+                remaking = false;
+                return record.tryWrite();
+              },
+            }),
             events: this.storeEvents(mount),
           }),
         );
@@ -271,7 +289,7 @@ export class MemoryMounter extends MounterEventEmitter {
           record.state = store.state;
           // The folder's identity (and its way's) from now on, so recover never takes another
           // folder at the path for it; the current folder's, should a pass make it again.
-          record.identities = () => store.folder.mountPathIdentities();
+          record.identities = () => (remaking ? null : store.folder.mountPathIdentities());
           await record.tryWrite();
         }
       }

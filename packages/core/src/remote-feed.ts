@@ -65,6 +65,14 @@ export interface RemoteFeedState {
    * a memory's absence (absence.ts), where a listing's silence alone does not.
    */
   gone: ReadonlySet<string>;
+  /**
+   * The state rests on a full listing that no feed read has been folded after yet, and that
+   * listing is to be checked by the first one (see `foldVersions`): a paged listing another
+   * writer acted during may have missed a memory that was there all along, and the feed never
+   * names such a memory again. False once a read is folded, and for a listing that was itself
+   * that check (once, not a loop).
+   */
+  listingUnchecked: boolean;
 }
 
 /** When one read (a feed read, a listing) ran, on the host's monotonic clock, in ms. */
@@ -102,7 +110,13 @@ export type FeedDoubtCode =
   /** A version of a memory after its deletion. */
   | 'after_delete'
   /** After the fold, two memories at one path, or a memory at a folder of another. */
-  | 'path_taken';
+  | 'path_taken'
+  /**
+   * The first read after a full listing brings a version that listing does not account for:
+   * another writer acted while (or since) it paged, so it may have missed a memory (a page
+   * boundary moved under its cursor). Listed again, once.
+   */
+  | 'listed_while_written';
 
 /** Why a batch of versions cannot be trusted: the caller lists the store in full. */
 export interface FeedDoubt {
@@ -115,7 +129,7 @@ export type FoldResult =
   | { kind: 'doubt'; doubt: FeedDoubt };
 
 export function emptyFeedState(): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set() };
+  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set(), listingUnchecked: false };
 }
 
 /**
@@ -124,7 +138,7 @@ export function emptyFeedState(): RemoteFeedState {
  * stays: it is about the server, not about this store's content.
  */
 export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set() };
+  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set(), listingUnchecked: false };
 }
 
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
@@ -160,6 +174,16 @@ export function formatTimestamp(at: Instant): string {
  * Folds one read of the feed (every version at or after `state.since`, in any order, possibly
  * with duplicates) into the state. Returns the new state, or the doubt that calls for a full
  * listing instead; the state given is never changed.
+ *
+ * The first read after a full listing (`listingUnchecked`) also checks that listing. A paged
+ * listing is not a snapshot: a memory there all along can fall between two pages when another
+ * writer creates, deletes or renames while it pages, and the view built from it then lacks the
+ * memory with no version ever to name it again (it is seen only at the next listing on the
+ * cadence). So a version that listing does not account for — one newer than the state it showed
+ * of its memory, or of a memory it did not show, unless that memory is known gone — is doubt
+ * `listed_while_written`. The window cannot be narrowed to the listing's own: the server's clock
+ * is known only from below (`mark`), so a version stamped after the listing ended cannot be told
+ * from one stamped while it paged. The listing made for that doubt is not checked again.
  */
 export function foldVersions(
   state: RemoteFeedState,
@@ -204,6 +228,9 @@ export function foldVersions(
     if (step.kind === 'doubt') return step;
     // Gone by the end of this read, whether known before or not: the store said so.
     const deleted = stamped.at(-1)!.version.operation === 'deleted';
+    if (state.listingUnchecked && (step.kind !== 'keep' || (!state.memories.has(memoryId) && !(deleted && state.gone.has(memoryId))))) {
+      return doubt('listed_while_written', `memory ${memoryId} has a version the last full listing does not account for: another writer acted while it paged`);
+    }
     if (deleted !== state.gone.has(memoryId) && (deleted || step.kind === 'set')) {
       gone ??= new Set(state.gone);
       if (deleted) gone.add(memoryId);
@@ -228,7 +255,11 @@ export function foldVersions(
   const seen = new Map<string, Instant>();
   for (const [id, at] of state.seen) if (at >= next.since!) seen.set(id, at);
   for (const [id, { at }] of fresh) if (at >= next.since!) seen.set(id, at);
-  return { kind: 'folded', state: { memories: memories ?? state.memories, since: next.since, seen, mark: next.mark, gone: gone ?? state.gone }, changed };
+  return {
+    kind: 'folded',
+    state: { memories: memories ?? state.memories, since: next.since, seen, mark: next.mark, gone: gone ?? state.gone, listingUnchecked: false },
+    changed,
+  };
 }
 
 interface Stamped {
@@ -351,14 +382,16 @@ function pathClash(memories: ReadonlyMap<string, KnownMemory>, moved: ReadonlySe
 
 /**
  * The state a full listing establishes. `accounted`: a feed read made before the listing
- * started (and found doubtful): every version in it is reflected in the listing, so it is
- * remembered as seen, and its timestamps move the clock mark like any other.
+ * started (and found doubtful, `doubt` its code): every version in it is reflected in the
+ * listing, so it is remembered as seen, and its timestamps move the clock mark like any other.
+ * The first read after the listing checks it (`listingUnchecked`), unless it was made because
+ * that check failed for the listing before it: one extra listing, never a chain of them.
  */
 export function stateFromListing(
   previous: RemoteFeedState,
   listed: Iterable<ListedMemory>,
   times: ReadTimes,
-  accounted?: { versions: readonly StoreMemoryVersion[]; times: ReadTimes },
+  accounted?: { versions: readonly StoreMemoryVersion[]; times: ReadTimes; doubt?: FeedDoubtCode },
   overlapMs = FEED_OVERLAP_MS,
 ): RemoteFeedState {
   const memories = new Map<string, KnownMemory>();
@@ -394,7 +427,7 @@ export function stateFromListing(
   // A deletion the store reported stays known across the listing (which cannot show it), unless
   // the listing shows the memory after all (the `not_found` was spurious).
   const gone = new Set([...previous.gone].filter((id) => !memories.has(id)));
-  return { memories, since, seen, mark: clock.mark, gone };
+  return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: accounted?.doubt !== 'listed_while_written' };
 }
 
 /** What the state keeps of a memory a listing, a write or a fetch returned. */

@@ -8,6 +8,7 @@ import {
   keepGone,
   learnChange,
   stateFromListing,
+  type FeedDoubtCode,
   type FullListingReason,
   type KnownMemory,
   type ListedMemory,
@@ -174,7 +175,7 @@ export class RemoteView {
       policy: this.#deps.policy,
     });
     let reason: FullListingReason = choice.kind === 'full' ? choice.reason : 'feed_error';
-    let accounted: { versions: StoreMemoryVersion[]; times: ReadTimes } | undefined;
+    let accounted: { versions: StoreMemoryVersion[]; times: ReadTimes; doubt: FeedDoubtCode } | undefined;
     if (choice.kind === 'feed') {
       const read = await this.#readFeed(opts.signal, opts.probe === true);
       if (read.kind === 'versions') {
@@ -187,7 +188,7 @@ export class RemoteView {
           return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'feed', versions: read.versions.length, changed: folded.changed } };
         }
         reason = folded.doubt.code;
-        accounted = { versions: read.versions, times: read.times };
+        accounted = { versions: read.versions, times: read.times, doubt: folded.doubt.code };
         logger.debug('change feed in doubt; listing the store in full', { reason: folded.doubt.code, detail: folded.doubt.detail });
       } else reason = read.reason;
     }
@@ -253,7 +254,12 @@ export class RemoteView {
     }
   }
 
-  #setFromListing(listed: readonly ListedMemory[], times: ReadTimes, now: number, accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes }): void {
+  #setFromListing(
+    listed: readonly ListedMemory[],
+    times: ReadTimes,
+    now: number,
+    accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes; doubt: FeedDoubtCode },
+  ): void {
     this.#state = stateFromListing(this.#state, listed, times, accounted);
     this.#distrusted = null;
     this.#listingWanted = null;

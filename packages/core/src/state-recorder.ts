@@ -45,9 +45,9 @@ export class MountRecord {
   state: SyncState | null = null;
   /**
    * The identities of memoryRoot and of each folder on the mount path (the store folder last), as
-   * held now; unset until the folder exists.
+   * held now; unset until the folder exists, and null while a pass makes it again (mounter.ts).
    */
-  identities: (() => MountPathIdentities) | null = null;
+  identities: (() => MountPathIdentities | null) | null = null;
   /** The mounter's `memory_sync_deletions`, for recovery's handling of local moves; unset: not written. */
   deletionMode: DeletionMode | undefined;
   readonly #idByPath = new Map<string, string>();
@@ -102,7 +102,7 @@ export class MountRecord {
       memory_ids: memoryIds,
       unsettled_writes: unsettled,
       ...(this.deletionMode !== undefined && { deletion_mode: this.deletionMode }),
-      ...identityFields(this.identities?.()),
+      ...identityFields(this.identities?.() ?? undefined),
       pid: process.pid,
       hostname: hostname(),
       written_at: new Date().toISOString(),

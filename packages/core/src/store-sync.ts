@@ -47,6 +47,11 @@ export interface StoreSyncDeps {
   now?: () => number;
   /** Makes the store folder again (and any folder above it, up to memoryRoot) with its marker. */
   recreateFolder: () => Promise<StoreFolder>;
+  /**
+   * Called once a pass has made the store folder again (`folder` is the new one): the crash-
+   * recovery record, which names the folder by its identity, is written anew (state-recorder.ts).
+   */
+  folderRecreated?: () => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
 }
@@ -113,11 +118,13 @@ export class StoreSync {
   readonly #remote: RemoteView;
   readonly #pool: StoreSlots;
   /**
-   * The baseline a re-download cleared, until that download settles (`keepAgreedBaseline`) or,
-   * when it failed before settling (an outage during its listing), until the next pass takes it
-   * up (`takeUpAgreed`). Without it, a file the agent made at a memory's place after the wipe
-   * would meet the store's copy, the engine's own earlier push, with no baseline: a conflict the
-   * store wins, and the agent's write gone (reliability B18).
+   * The baseline a re-download cleared, until that download ends whole (`keepAgreedBaseline`) or,
+   * when it failed (an outage during its listing; a pull the disk refused), for the entries it
+   * did not settle, until each is taken up (`takeUpAgreed`: a file stands there again) or moot
+   * (the path was pulled, or the store no longer holds what was agreed). Without it, a file the
+   * agent made at a memory's place after the wipe would meet the store's copy, the engine's own
+   * earlier push, with no baseline: a conflict the store wins, and the agent's write gone
+   * (reliability B18).
    */
   #clearedBaseline: ReadonlyMap<string, string> | null = null;
   /** Entries the scan leaves alone, said once per kind per pass and per path only when new (warning-digest.ts). */
@@ -223,7 +230,11 @@ export class StoreSync {
     const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
     this.keepAgreedBaseline(before, remote, outcomes);
-    this.#clearedBaseline = null;
+    // A download that settled but fails (a pull the disk refused, EMFILE or EACCES at its
+    // re-check; one cut off) leaves paths it never wrote: their agreed entries stay aside, so the
+    // next pass takes them up for a file the agent makes there meanwhile (`takeUpAgreed`), as
+    // after a listing that failed. Only a download that ends whole forgets them.
+    this.#clearedBaseline = unsettledEntries(before, this.state.baseline);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -233,6 +244,7 @@ export class StoreSync {
     const failed = outcomes.find((o) => o.result.kind === 'failed');
     if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
     if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
+    this.#clearedBaseline = null;
     logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
     return { written: [...report.pulled].sort(), skipped: [...index.skipped, ...report.skippedPaths] };
   }
@@ -360,6 +372,10 @@ export class StoreSync {
         if (snapshot.root === 'missing') {
           await this.#folder.close();
           this.#folder = await this.deps.recreateFolder();
+          // Recover reaches the folder by the (dev, ino) the record names and leaves any other
+          // (`folder_replaced`): the record must name this one before the download can be cut
+          // short, or a worker killed during it leaves a folder recover cannot vouch for.
+          await this.deps.folderRecreated?.();
         } else if (snapshot.marker !== 'ok') await writeMarker(this.#folder, mount.memoryStoreId);
         {
           const { written, skipped } = await this.download(opts.signal);
@@ -402,10 +418,7 @@ export class StoreSync {
     const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
     state.unknownWrites = unknownWrites;
-    if (this.#clearedBaseline) {
-      this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
-      this.#clearedBaseline = null;
-    }
+    if (this.#clearedBaseline) this.#clearedBaseline = this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
     const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
@@ -518,12 +531,23 @@ export class StoreSync {
    * After a re-download that failed before it settled: the same rule as `keepAgreedBaseline`,
    * taken up by the next pass. A file standing at a path of the cleared baseline, where the
    * store still holds exactly what that entry says, is an edit of that memory: the entry comes
-   * back. A path with no file never does, so the wipe still never reads as deletions.
+   * back. A path with no file never does, so the wipe still never reads as deletions. Returns
+   * the entries still waiting: no file yet and the store unchanged, as when the pull that should
+   * restore the file fails again (the disk refuses it pass after pass), so that a file the
+   * agent makes there later is still its edit, not a "both created" conflict.
    */
-  private takeUpAgreed(cleared: ReadonlyMap<string, string>, files: ReadonlyMap<string, unknown>, remote: ReadonlyMap<string, RemoteEntry>): void {
+  private takeUpAgreed(
+    cleared: ReadonlyMap<string, string>,
+    files: ReadonlyMap<string, unknown>,
+    remote: ReadonlyMap<string, RemoteEntry>,
+  ): ReadonlyMap<string, string> | null {
+    const waiting = new Map<string, string>();
     for (const [path, agreed] of cleared) {
-      if (!this.state.baseline.has(path) && files.has(path) && remote.get(path)?.sha === agreed) this.state.baseline.set(path, agreed);
+      if (this.state.baseline.has(path) || remote.get(path)?.sha !== agreed) continue;
+      if (files.has(path)) this.state.baseline.set(path, agreed);
+      else waiting.set(path, agreed);
     }
+    return waiting.size > 0 ? waiting : null;
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
@@ -616,4 +640,13 @@ function describe(err: unknown): { code: StoreReasonCode; reason: string } {
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : String(err);
   return { code: 'filesystem_error', reason: code ? `filesystem ${code}: ${message}` : message };
+}
+
+/**
+ * The entries of `cleared` (the baseline a re-download cleared) at paths the download did not
+ * settle into `baseline`: what the next pass may still take up. Null when there are none.
+ */
+function unsettledEntries(cleared: ReadonlyMap<string, string>, baseline: ReadonlyMap<string, string>): ReadonlyMap<string, string> | null {
+  const left = new Map([...cleared].filter(([path]) => !baseline.has(path)));
+  return left.size > 0 ? left : null;
 }

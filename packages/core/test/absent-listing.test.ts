@@ -43,7 +43,7 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
   const file = (path: string) => h.read(`${h.notesDir}${path}`);
 
   it.each(['read_write', 'read_only'] as const)(
-    '%s: a listing that skips one memory while another writer deletes one deletes only the deleted one; the next pass, by the feed, needs nothing back',
+    '%s: a listing that skips one memory while another writer deletes one deletes only the deleted one; the next pass, whose feed read shows that writer, lists once more and needs nothing back',
     async (access) => {
       // Every second pass lists in full: pass 1 reads the feed, pass 2 lists, pass 3 reads the feed.
       const m = await h.mountNotes({ fullListingEvery: 2 }, undefined, { access });
@@ -65,16 +65,18 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
       expect(await file('/a.md')).toBeNull();
       expect(await file('/b.md')).toBe('beta');
 
-      // The feed's pass: no version names /b.md, and nothing has to bring it back, as it never left.
+      // Pass 3: no version names /b.md, but the feed shows the other writer's deletion of /a.md
+      // in the window of pass 2's listing, which does not account for it: that listing may have
+      // missed memories (it did), so this pass lists again, once (remote-feed.ts,
+      // `listed_while_written`). Nothing has to come back: /b.md never left.
       const fed = h.client.requests.length;
       const after = only(await m.reconcile({ force: true }));
-      expect(ops(h.client, fed)).not.toContain('list');
+      expect(ops(h.client, fed)).toEqual(['listVersions', 'list']);
       expect(after).toMatchObject({ status: 'synced', deletedLocal: [], pulled: [], skippedPaths: [] });
       expect(await file('/b.md')).toBe('beta');
       expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta', '/d/c.md': 'gamma' });
-      // And the view holds it again: after the cadence's listing (pass 4), an edit by another
-      // writer arrives through the feed alone (pass 5), with no doubt that calls for a listing.
-      await m.reconcile({ force: true });
+      // And the view holds it again: an edit by another writer arrives through the feed alone
+      // (pass 4), with no doubt that calls for a listing (the listing of pass 3 is not checked again).
       h.client.writeMemory(STORE, '/b.md', 'beta, edited elsewhere');
       h.clock.advance(1);
       const fedAgain = h.client.requests.length;
@@ -160,6 +162,8 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
 
   it('a deletion the feed reports is corroborated: the file goes in that pass, with no get', async () => {
     const m = await h.mountNotes();
+    // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+    await m.reconcile({ force: true });
     h.client.deleteMemory(STORE, '/b.md');
     h.clock.advance(1);
     const before = h.client.requests.length;

@@ -342,6 +342,44 @@ describe.each(DISKS)('folder trust through MemoryMounter on %s', (disk) => {
       expect(report.removed).toContain(dir);
     });
 
+    // A re-download whose pull the disk refuses (EMFILE at its re-check read) fails after it
+    // settled; the baseline entry it did not write must stay aside for the next pass, or a file
+    // the agent makes there meanwhile meets the engine's own earlier push as "both created" and
+    // loses to it (a false conflict).
+    // Refused for two passes: the re-download's pull, then the next pass's; the entry waits for a file.
+    it.each([1, 2])('a re-download whose pull the disk refuses (%i pass(es)): the agent file made there since is pushed, not lost to the engine\'s own earlier state', async (passes) => {
+      const fs = new FaultyFileSystem(h.fs);
+      const m = await h.mountNotes({ fileSystem: fs, deleteGracePeriod: 0 });
+      await h.remove(dir);
+      fs.fail('openFile', `${dir}/a.md`, 'EMFILE', passes);
+      const failed = await m.reconcile({ force: true });
+      expect(failed!.stores[0]).toMatchObject({ status: 'failed', code: 'filesystem_error' });
+      if (passes === 2) {
+        const again = await m.reconcile({ force: true });
+        expect(again!.stores[0]).toMatchObject({ status: 'synced', pulled: [], errors: [{ path: '/a.md', operation: 'pull', kind: 'filesystem' }] });
+      }
+      expect(await h.exists(`${dir}/a.md`)).toBe(false);
+
+      await h.write(`${dir}/a.md`, 'written after the wipe');
+      const next = await m.reconcile({ force: true });
+      expect(next!.stores[0]).toMatchObject({ status: 'synced', pushed: ['/a.md'], conflicts: [], pulled: [] });
+      expect(h.client.snapshot(STORE)).toEqual({ ...SEED, '/a.md': 'written after the wipe' });
+      expect(await h.read(`${dir}/a.md`)).toBe('written after the wipe');
+      expect(h.client.count('delete')).toBe(0);
+    });
+
+    it('a re-download whose pull the disk refuses, no file made there since: the next pass pulls it (no deletion)', async () => {
+      const fs = new FaultyFileSystem(h.fs);
+      const m = await h.mountNotes({ fileSystem: fs, deleteGracePeriod: 0 });
+      await h.remove(dir);
+      fs.fail('openFile', `${dir}/a.md`, 'EMFILE');
+      await m.reconcile({ force: true });
+      const next = await m.reconcile({ force: true });
+      expect(next!.stores[0]).toMatchObject({ status: 'synced', pulled: ['/a.md'], pushed: [], deletedRemote: [] });
+      expect(await memoryFiles(h.fs, dir)).toEqual(SEED);
+      expect(h.client.count('delete')).toBe(0);
+    });
+
     // SPEC 4.4 counts *memory* files: a new file beside the wipe does not make it a set of deletions.
     it('every memory file gone at once while a new file was written: still a wipe, no remote deletes', async () => {
       const m = await h.mountNotes({ deleteGracePeriod: 0 });

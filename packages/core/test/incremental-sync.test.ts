@@ -93,6 +93,8 @@ describe('incremental sync through the change feed', () => {
 
   it('a remote change costs one feed page and one fetch; a rename and a delete none more', async () => {
     const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
+    // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+    await m.reconcile({ force: true });
     clock.advance(1_000);
     client.writeMemory(STORE, '/a.md', 'alpha 2');
     client.renameMemory(STORE, '/b.md', '/e/b.md');
@@ -164,6 +166,8 @@ describe('incremental sync through the change feed', () => {
 
     it('versions read in any order, some twice: folded by time and id, no listing needed', async () => {
       const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta' });
+      // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+      await m.reconcile({ force: true });
       const listVersions = client.listVersions.bind(client);
       client.listVersions = async function* (storeId, opts): AsyncGenerator<StoreMemoryVersion> {
         const all: StoreMemoryVersion[] = [];
@@ -257,6 +261,10 @@ describe('incremental sync through the change feed', () => {
       expect(ops(client, before)).toEqual(['list', 'get']);
       expect(report).toMatchObject({ status: 'synced', pulled: ['/a.md'] });
       down = false;
+      // The first read after that listing checks it: nothing was written since, so it stands.
+      const check = client.requests.length;
+      await m.reconcile({ force: true });
+      expect(ops(client, check)).toEqual(['listVersions']);
       clock.advance(1_000);
       client.writeMemory(STORE, '/a.md', 'alpha 3');
       const next = client.requests.length;
@@ -284,6 +292,8 @@ describe('incremental sync through the change feed', () => {
 
     it('a remote path the mount must not hold, met in the feed, is skipped with one warning and never written', async () => {
       const m = await mount({ '/a.md': 'alpha' });
+      // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+      await m.reconcile({ force: true });
       clock.advance(1_000);
       client.writeMemory(STORE, '/.anthropic-memory-store', 'not a marker');
       const before = client.requests.length;

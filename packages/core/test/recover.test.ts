@@ -11,6 +11,7 @@ import {
   type StateRecord,
   type StoreMemory,
 } from '@memory-mounter/core';
+import { FaultyFileSystem } from '@memory-mounter/testing';
 import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness } from './harness.js';
 
 /**
@@ -46,6 +47,26 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
   const stateFiles = async () => (await h.fs.readdir(stateDir)).map((e) => e.name);
 
   describe('the state record', () => {
+    // Recover reaches the folder by the identity the record names, and leaves any other as
+    // `folder_replaced`. A pass that makes a wiped folder again must not leave a record naming
+    // the folder that is gone: the record names the new one once it exists, and none while it is
+    // being made (a worker killed in between: recover follows the record by path and marker).
+    it('a folder a pass was making again when it failed (its marker could not be written): the record names no folder, and recover takes the empty one (it was left folder_replaced)', async () => {
+      const faulty = new FaultyFileSystem(h.fs);
+      const m = await mount({ fileSystem: faulty });
+      await h.remove(dir);
+      faulty.failMatching('writeFile', /anthropic-memory-store|mm-tmp/, 'EIO', 10);
+      faulty.failMatching('writeFileExclusive', /anthropic-memory-store|mm-tmp/, 'EIO', 10);
+      const failed = await m.reconcile({ force: true });
+      expect(failed!.stores[0]!.status).toBe('failed');
+      expect(await h.exists(dir)).toBe(true);
+      expect((await readRecord())!.folder_ids).toBeUndefined();
+      faulty.heal();
+      const report = await recover();
+      expect(report.stores[0]!.outcome).not.toBe('left');
+      expect(await h.exists(dir)).toBe(false);
+    });
+
     it('is written at materialize with the downloaded baseline, ids and where the store is mounted', async () => {
       await mount();
       const record = (await readRecord())!;

@@ -5,6 +5,7 @@ import {
   emptyFeedState,
   FEED_OVERLAP_MS,
   foldVersions,
+  forgetMemories,
   formatTimestamp,
   keepGone,
   learnChange,
@@ -56,6 +57,7 @@ function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
     seen: new Map(),
     mark: { at: ns(0), localMs: 1_000 },
     gone: new Set(),
+    listingUnchecked: false,
     ...over,
   };
 }
@@ -336,6 +338,74 @@ describe('stateFromListing', () => {
   it('one memory met at two paths (renamed while listed): no start, so the next pass lists again', () => {
     const s = stateFromListing(state(), [...listed, { ...listed[0]!, path: '/moved.md' }], READ);
     expect(s.since).toBeNull();
+  });
+});
+
+describe('the first read after a full listing checks it (listed_while_written)', () => {
+  // A paged listing another writer acted during may have missed a memory that was there all
+  // along; the feed never names it again. So the first read after a listing doubts when it
+  // brings a version that listing does not account for. One row per case.
+  const listedState = (over: Partial<RemoteFeedState> = {}) => state({ listingUnchecked: true, ...over });
+
+  it('nothing new: folds, and the listing stands (the next read does not check it again)', () => {
+    const result = folded(foldVersions(listedState(), [], READ));
+    expect(result.state.listingUnchecked).toBe(false);
+  });
+
+  it("versions the listing reflects (a memory's listed version read again through the overlap, or an older one): folds", () => {
+    const reread = [v('va0', 'mem_a', 'created', '/a.md', 'A0', -1_000), v('va1', 'mem_a', 'modified', '/a.md', 'A1', 0), v('vb1', 'mem_b', 'created', '/d/b.md', 'B1', 0)];
+    const result = folded(foldVersions(listedState(), reread, READ));
+    expect(result.changed).toBe(0);
+    expect(result.state.listingUnchecked).toBe(false);
+  });
+
+  it('a version newer than the state the listing showed of its memory: doubt', () => {
+    expect(doubtOf(foldVersions(listedState(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ))).toBe('listed_while_written');
+    expect(doubtOf(foldVersions(listedState(), [v('va2', 'mem_a', 'modified', '/moved.md', 'A1', 500)], READ))).toBe('listed_while_written');
+    expect(doubtOf(foldVersions(listedState(), [v('va2', 'mem_a', 'deleted', null, null, 500)], READ))).toBe('listed_while_written');
+  });
+
+  it('a memory the listing did not show, created (and even deleted again) in the read: doubt', () => {
+    expect(doubtOf(foldVersions(listedState(), [v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 500)], READ))).toBe('listed_while_written');
+    const createdAndGone = [v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 500), v('vz2', 'mem_z', 'deleted', null, null, 600)];
+    expect(doubtOf(foldVersions(listedState(), createdAndGone, READ))).toBe('listed_while_written');
+  });
+
+  it("the deletion of a memory known gone (this session's own delete, learned after the listing): folds", () => {
+    const gone = listedState({ memories: new Map([['mem_b', known('/d/b.md', 'B1', 'vb1', 0)]]), gone: new Set(['mem_a']) });
+    const result = folded(foldVersions(gone, [v('va2', 'mem_a', 'deleted', null, null, 500)], READ));
+    expect(result.state.listingUnchecked).toBe(false);
+  });
+
+  it("this session's own write after the listing, learned with its version, comes back as known: folds", () => {
+    const s = listedState();
+    const memories = new Map(s.memories);
+    learnChange(memories, { kind: 'memory', memory: { id: 'mem_a', path: '/a.md', content_sha256: 'A2', updated_at: iso(500), memory_version_id: 'va2' } });
+    const result = folded(foldVersions({ ...s, memories }, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
+    expect(result.changed).toBe(0);
+  });
+
+  it('only the first read checks: the same version in a later read is folded', () => {
+    const result = folded(foldVersions(listedState({ listingUnchecked: false }), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
+    expect(paths(result.state).mem_a).toBe('/a.md@A2');
+  });
+
+  it('a listing is to be checked, unless it was made for that very doubt (once, not a loop)', () => {
+    const listed = [{ id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' }];
+    const doubtful = [v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 500)];
+    const times = { startedMs: 1_000, endedMs: 1_000 };
+    expect(stateFromListing(emptyFeedState(), listed, READ).listingUnchecked).toBe(true);
+    expect(stateFromListing(state(), listed, READ, { versions: doubtful, times, doubt: 'tie' }).listingUnchecked).toBe(true);
+    const recheck = stateFromListing(state(), listed, READ, { versions: doubtful, times, doubt: 'listed_while_written' });
+    expect(recheck.listingUnchecked).toBe(false);
+    // And the first read after the recheck folds what the doubtful read brought, with no new doubt.
+    expect(folded(foldVersions(recheck, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 600)], READ)).changed).toBe(1);
+  });
+
+  it('a fresh start (a wiped folder) lists, and that listing is checked in turn', () => {
+    const wiped = forgetMemories(listedState());
+    expect(wiped.listingUnchecked).toBe(false);
+    expect(doubtOf(foldVersions(wiped, [], READ))).toBe('no_start');
   });
 });
 

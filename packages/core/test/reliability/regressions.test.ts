@@ -798,6 +798,78 @@ describe('regressions: the merged issue-18 engine', () => {
 });
 
 /**
+ * Found by the 10,000-case runs on main after issue 20 (seeds 20261302 memfs at case 1673,
+ * 854745903 mixed at case 3198).
+ */
+describe('regressions: the 10,000-case runs after issue 20', () => {
+  const bounds = { requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 } as const;
+
+  // A (seed 20261302, memfs). The folder is wiped while /b.md cannot be opened: the pass
+  // re-downloads the folder, and the agent then writes /b.md while the other writer copies
+  // /a.md. The next pass took the store's /b.md (the engine's own state) for a remote edit: a
+  // false conflict, and the agent's write was lost (I2).
+  // The same case shrunk another way once the download kept those entries: with two opens
+  // refused, the next pass's pull fails too, and that pass dropped the entries it had taken up.
+  for (const disk of ['memfs', 'node'] as const) {
+    for (const opens of [1, 2]) {
+      it(
+        `a wiped folder re-downloaded while a file cannot be opened for ${opens} pass(es) (${disk}): the agent's next write is pushed (it lost a false conflict)`,
+        replay({ disk, ...bounds, seedRw: ['/b.md'] }, [
+          new Unreadable('rw', '/b.md', 'EACCES', opens),
+          new WipeFolder('rw', 'remove_folder'),
+          ...Array.from({ length: opens }, () => new Reconcile(true)),
+          new AgentWrite('rw', '/b.md'),
+          new RemoteCopyLocal('rw', '/a.md'),
+        ]),
+      );
+    }
+  }
+
+  // Seed 854745903 case 1399 (no feed, node; on main after issue 20 too). The folder is removed;
+  // the forced pass makes it again and is killed there (at the other store's listing, while the
+  // new folder is being made). The record still named the removed folder's (dev, ino), so
+  // recover left the new one as `folder_replaced` (R2). Fixed: while a pass makes the folder
+  // again the record names no folder, and the new one once it exists (mounter.ts).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a worker killed while a pass makes its wiped folder again (${disk}): recover takes the new folder (it was left as replaced)`,
+      replay({ disk, ...bounds, seedRw: ['/d/c.md'] }, [
+        new WipeFolder('rw', 'remove_folder'),
+        new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+        new RemoteRename('rw', '/a.md', '/a.md'),
+        new Recover(),
+      ]),
+    );
+  }
+
+  // B (seed 854745903, node). The change feed on; a paged full listing skips /bulk/n00.md while
+  // the other writer writes /a.md; the folder is wiped and re-downloaded from a view without
+  // n00; the feed never names n00 again (no new version), so the quiescent passes never pull
+  // it (I7).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a memory one paged listing missed while another writer wrote (${disk}): the next read lists in full and the folder converges (it was never pulled)`,
+      replay(
+        {
+          disk,
+          ...bounds,
+          bulk: true,
+          feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+        },
+        [
+          new SkipInListing('rw', 0, '/a.md'),
+          new WipeFolder('rw', 'remove_folder'),
+          new AdvanceClock(31),
+          new RemoteWrite('rw', '/d/e/f.md'),
+          new Reconcile(false),
+          new RemoteDelete('rw', '/a.md'),
+        ],
+      ),
+    );
+  }
+});
+
+/**
  * The original counterexamples of the random runs, replayed exactly: `path` is the run index
  * fast-check printed (the first number of its path), which regenerates the unshrunk case from
  * the seed. Valid for the generators of run-case.ts and commands.ts as they stand: a change to

@@ -175,7 +175,7 @@ async function passAfter(ctx: SessionContext, mounter: MemoryMounter, seconds: n
   ctx.timeline.event('clock', `+${seconds} s`);
   const report = await mounter.reconcile();
   ctx.expect.that(report !== null, `reconcile() at ${ctx.clock.seconds} s should have run`);
-  if (!report) return { startedAt: 0, finishedAt: 0, forced: false, stores: [] };
+  if (!report) return { startedAt: new Date(0).toISOString(), finishedAt: new Date(0).toISOString(), forced: false, stores: [] };
   const [first = '', ...rest] = syncLines(report, DELETE_GRACE_S);
   ctx.timeline.event('mounter', `reconcile() → ${first}`);
   for (const line of rest) ctx.timeline.detail(line);

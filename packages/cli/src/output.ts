@@ -106,12 +106,12 @@ export class Output {
       problems ||= hasProblems(s);
       const parts = counts(s, this.#verbose ? Infinity : PATHS_PER_LINE);
       if (this.json) {
-        if (parts.length > 0 || hasProblems(s)) this.#json({ event: 'pass', at: new Date(report.finishedAt).toISOString(), ...summary(s) });
+        if (parts.length > 0 || hasProblems(s)) this.#json({ event: 'pass', at: report.finishedAt, ...summary(s) });
       } else if (parts.length > 0 || hasProblems(s)) {
         const problemText = hasProblems(s) ? `; problems: ${problemsOf(s).join('; ')}` : '';
-        this.note(`${clock(report.finishedAt)} ${parts.join(', ') || 'no changes'}${problemText}`, {});
+        this.note(`${clock(Date.parse(report.finishedAt))} ${parts.join(', ') || 'no changes'}${problemText}`, {});
       }
-      this.#pendingDeletions(s, report.finishedAt, now, pass);
+      this.#pendingDeletions(s, Date.parse(report.finishedAt), now, pass);
     }
     return problems;
   }

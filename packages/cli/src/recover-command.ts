@@ -28,7 +28,7 @@ export async function recoverCommand(
     if (records.length === 0) throw new UsageError(`no record of a mount at ${opts.dirArg} in ${opts.stateDir}: nothing to recover there`);
   }
   // Entries under a root that no record names are the user's own files there: not reported.
-  const empty: RecoveryReport = { startedAt: Date.now(), finishedAt: Date.now(), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
+  const empty: RecoveryReport = { startedAt: new Date().toISOString(), finishedAt: new Date().toISOString(), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
   if (records.length === 0) {
     out.recovered(empty, []);
     return EXIT.ok;

@@ -11,7 +11,7 @@ import { isWithin, mountSegments } from './mount-path.js';
 import { resolveKernelPath, type ReadLink } from './kernel-path.js';
 import { NodeFileSystem } from './node-file-system.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
-import type { FinalizeReport, StoreSyncReport, SyncReport } from './reports.js';
+import { isoTime, type FinalizeReport, type StoreSyncReport, type SyncReport } from './reports.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
 import type { StoreClient } from './store-client.js';
@@ -145,18 +145,18 @@ export class MemoryMounter extends MounterEventEmitter {
         name,
         path,
         access,
-        lastPassAt: last?.at ?? null,
+        lastPassAt: last ? isoTime(last.at) : null,
         lastOutcome: last?.outcome ?? null,
         ...(last?.code !== undefined && { lastCode: last.code }),
         ...(last?.reason !== undefined && { lastReason: last.reason }),
-        nextPassDueAt: next,
+        nextPassDueAt: next === null ? null : isoTime(next),
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
         pendingDeletions: [...(last?.pendingDeletions ?? [])],
         distrusted: store.state.distrusted,
         backoff:
           breaker.kind === 'closed'
             ? null
-            : { failures: breaker.step, nextProbeAt: breaker.kind === 'open' ? wallOf(breaker.until) : this.#options.now(), probing: breaker.kind === 'probing' },
+            : { failures: breaker.step, nextProbeAt: isoTime(breaker.kind === 'open' ? wallOf(breaker.until) : this.#options.now()), probing: breaker.kind === 'probing' },
         unknownWrites: [...store.state.unknownWrites]
           .map(([path, sha]) => ({ path, sha }))
           .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
@@ -450,7 +450,7 @@ export class MemoryMounter extends MounterEventEmitter {
     const report: FinalizeReport = {
       outcome,
       sync: null,
-      flush: { startedAt: this.#options.now(), finishedAt: this.#options.now(), forced: true, stores: [] },
+      flush: { startedAt: isoTime(this.#options.now()), finishedAt: isoTime(this.#options.now()), forced: true, stores: [] },
       timedOut: { sync: false, flush: false },
       unpushed: [],
       removed: [],
@@ -752,10 +752,11 @@ export class MemoryMounter extends MounterEventEmitter {
     this.#retryUntil.clear();
     if (ordinary) this.#stores.forEach((store, i) => decisions[i] !== 'skip' && this.breakerJudge(store, stores[i]!));
     await this.recordAll();
-    const report: SyncReport = { startedAt, finishedAt: this.#options.now(), forced, stores };
+    const finishedAt = this.#options.now();
+    const report: SyncReport = { startedAt: isoTime(startedAt), finishedAt: isoTime(finishedAt), forced, stores };
     for (const s of stores) {
       this.#last.set(s.path, {
-        at: report.finishedAt,
+        at: finishedAt,
         outcome: s.status,
         ...(s.code !== undefined && { code: s.code }),
         ...(s.reason !== undefined && { reason: s.reason }),

@@ -12,7 +12,7 @@ import { removeCreatedFolder, removeEmptyFolder } from './mount-folders.js';
 import { isWithin } from './mount-path.js';
 import { NodeFileSystem } from './node-file-system.js';
 import { resolveOptions } from './options.js';
-import type { RecoveredStoreReport, RecoveryLeftCode, RecoveryReport, StoreSyncReport } from './reports.js';
+import { isoTime, type RecoveredStoreReport, type RecoveryLeftCode, type RecoveryReport, type StoreSyncReport } from './reports.js';
 import { listRecords, removeRecord, type RecordListing, type StateRecord } from './state-record.js';
 import { MountRecord } from './state-recorder.js';
 import type { StoreClient } from './store-client.js';
@@ -119,7 +119,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
     now,
     deadline: controller.signal,
   };
-  const report: RecoveryReport = { startedAt: now(), finishedAt: now(), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
+  const report: RecoveryReport = { startedAt: isoTime(now()), finishedAt: isoTime(now()), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
   try {
     const listing = await readStateDir(fs, stateDir, logger);
     await removeDeadTemps(fs, stateDir, listing);
@@ -137,7 +137,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   } finally {
     clearTimeout(timer);
   }
-  report.finishedAt = now();
+  report.finishedAt = isoTime(now());
   return report;
 }
 

@@ -97,9 +97,9 @@ export interface StoreSyncReport {
 
 /** What `reconcile()` (or one of finalize's passes) did, store by store. */
 export interface SyncReport {
-  /** Clock time (ms, from the `now` option) when the pass began and ended. */
-  startedAt: number;
-  finishedAt: number;
+  /** When the pass began and ended: ISO 8601 (UTC, to the millisecond), from the `now` option's clock. */
+  startedAt: string;
+  finishedAt: string;
   /** The pass ran on `force: true` (always true for finalize's passes), not because the interval elapsed. */
   forced: boolean;
   stores: StoreSyncReport[];
@@ -212,9 +212,9 @@ export interface RecoveredStoreReport {
 
 /** What `MemoryMounter.recover` found and did. Plain data. */
 export interface RecoveryReport {
-  /** Clock time (ms) when recovery began and ended. */
-  startedAt: number;
-  finishedAt: number;
+  /** When recovery began and ended: ISO 8601 (UTC, to the millisecond). */
+  startedAt: string;
+  finishedAt: string;
   /** The `finalSyncTimeout` deadline cut at least one store's sync off. */
   timedOut: boolean;
   /** One entry per readable record, in file-name order. */
@@ -227,4 +227,13 @@ export interface RecoveryReport {
    * is the store a folder's marker names, when it has a readable one.
    */
   unvouched: { path: string; type: EntryType; reason: string; markerStoreId?: string }[];
+}
+
+/**
+ * A clock reading (ms since the epoch) as reports and `status()` give times: ISO 8601 in UTC, to
+ * the millisecond (`2026-12-01T12:00:00.000Z`), so that every time a host logs or prints as JSON
+ * has one form, and parses with `Date.parse`.
+ */
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
 }

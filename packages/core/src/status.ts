@@ -11,15 +11,15 @@ export interface StoreStatus {
   /** Host path of the store folder. */
   path: string;
   access: Access;
-  /** Clock time (ms, the `now` option's) when the last pass (or the materialize download) ended; null before materialize. */
-  lastPassAt: number | null;
+  /** When the last pass (or the materialize download) ended, ISO 8601; null before materialize. */
+  lastPassAt: string | null;
   /** The last pass's status (`downloaded` for the materialize download); null before materialize. */
   lastOutcome: StoreSyncReport['status'] | 'downloaded' | null;
   /** The last pass's reason, when it was skipped, failed or re-downloaded: `lastCode` for programs, `lastReason` for people. */
   lastCode?: StoreReasonCode;
   lastReason?: string;
-  /** Clock time (ms) from which `reconcile()` without `force` runs a pass; null once finalized. */
-  nextPassDueAt: number | null;
+  /** From when (ISO 8601) `reconcile()` without `force` runs a pass; null once finalized. */
+  nextPassDueAt: string | null;
   /**
    * Local files new, modified or missing against the baseline, as the last scan saw them (the
    * download for a fresh mount: 0). Deletion candidates are in `pendingDeletions`, not here.
@@ -31,10 +31,10 @@ export interface StoreStatus {
   distrusted: string | null;
   /**
    * The circuit breaker, while the store is unavailable: how many passes in a row
-   * found it so, and from when (clock time, ms) the next pass probes it with one request;
+   * found it so, and from when (ISO 8601) the next pass probes it with one request;
    * `probing` while that probe runs. Null while the store answers.
    */
-  backoff: { failures: number; nextProbeAt: number; probing: boolean } | null;
+  backoff: { failures: number; nextProbeAt: string; probing: boolean } | null;
   /**
    * Writes sent whose outcome is not known (the response was lost, or the call timed out), by
    * path: each stays here until a listing of the store shows what it holds. A memory holding

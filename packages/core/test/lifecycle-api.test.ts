@@ -118,7 +118,7 @@ describe('status()', () => {
     expect(mounter.status()).toEqual([]);
     await mounter.materialize([resource]);
     let [s] = mounter.status();
-    expect(s).toMatchObject({ memoryStoreId: STORE, path: DIR, lastPassAt: 1_000, lastOutcome: 'downloaded', nextPassDueAt: 16_000, pendingLocalChanges: 0, pendingDeletions: [], distrusted: null });
+    expect(s).toMatchObject({ memoryStoreId: STORE, path: DIR, lastPassAt: new Date(1_000).toISOString(), lastOutcome: 'downloaded', nextPassDueAt: new Date(16_000).toISOString(), pendingLocalChanges: 0, pendingDeletions: [], distrusted: null });
 
     // A pass that pushes what it sees: nothing pending after it.
     fs.vol.writeFileSync(`${DIR}/c.md`, 'c');
@@ -126,7 +126,7 @@ describe('status()', () => {
     clock.t = 20_000;
     await mounter.reconcile();
     [s] = mounter.status();
-    expect(s).toMatchObject({ lastPassAt: 20_000, lastOutcome: 'synced', nextPassDueAt: 35_000, pendingLocalChanges: 0, pendingDeletions: ['/b.md'] });
+    expect(s).toMatchObject({ lastPassAt: new Date(20_000).toISOString(), lastOutcome: 'synced', nextPassDueAt: new Date(35_000).toISOString(), pendingLocalChanges: 0, pendingDeletions: ['/b.md'] });
 
     // A push that fails leaves the change pending.
     fs.vol.writeFileSync(`${DIR}/a.md`, 'edited');

@@ -120,7 +120,7 @@ describe('the circuit breaker: an unavailable store is skipped, then probed with
     expect(t.logger.warnings().filter((l) => l.msg.startsWith('store unavailable'))).toHaveLength(1);
     const status = t.mounter.status().find((s) => s.memoryStoreId === SICK)!;
     expect(status.backoff).toMatchObject({ failures: probes.length + 1, probing: false });
-    expect(status.backoff!.nextProbeAt).toBeGreaterThan(t.clock.now);
+    expect(Date.parse(status.backoff!.nextProbeAt)).toBeGreaterThan(t.clock.now);
 
     // The store comes back: the next probe syncs, and pushes what was written meanwhile.
     t.outage.down.delete(SICK);

@@ -162,8 +162,8 @@ async function main(): Promise<void> {
 
   let passes = 0;
   const passLogged = (phase: PassPhase, report: SyncReport | null, before: number) => {
-    log({ type: 'pass_start', n: passes, t: report?.startedAt ?? Date.now(), phase, requests: before });
-    log({ type: 'pass', n: passes, t: report?.finishedAt ?? Date.now(), phase, requests: requests - before, report: report && summary(report) });
+    log({ type: 'pass_start', n: passes, t: report ? Date.parse(report.startedAt) : Date.now(), phase, requests: before });
+    log({ type: 'pass', n: passes, t: report ? Date.parse(report.finishedAt) : Date.now(), phase, requests: requests - before, report: report && summary(report) });
     passes++;
   };
 

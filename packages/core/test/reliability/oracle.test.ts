@@ -102,7 +102,7 @@ describe('the oracle catches a planted defect', () => {
     const c = await Case.open(scenario);
     try {
       c.oracle.beginPass('finalize_completed', c.trees());
-      const empty = { startedAt: 0, finishedAt: 0, forced: true, stores: [] };
+      const empty = { startedAt: new Date(0).toISOString(), finishedAt: new Date(0).toISOString(), forced: true, stores: [] };
       const report: FinalizeReport = {
         outcome: 'completed',
         sync: empty,

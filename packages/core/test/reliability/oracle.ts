@@ -428,7 +428,7 @@ export class Oracle {
         this.violate(`I8: unforced reconcile ${report ? 'ran' : 'was skipped'} ${now - this.#lastSyncAt} ms after the last sync`);
       }
     }
-    if (report) this.#lastSyncAt = report.startedAt;
+    if (report) this.#lastSyncAt = Date.parse(report.startedAt);
     for (const store of this.stores) {
       const r = report?.stores.find((s) => s.memoryStoreId === store.spec.id);
       this.settlePass(store, r, trees.get(store.spec.key)!);

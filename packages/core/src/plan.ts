@@ -303,6 +303,11 @@ export function planStore(input: PlanInput): Plan {
       ...(r.content !== undefined && { content: r.content }),
     });
   };
+  // The content the read carried for what the store holds at `path`, when it holds `sha` there.
+  const carriedAt = (path: string, sha: string): { content?: string } => {
+    const entry = remote.get(path);
+    return entry?.sha === sha && entry.content !== undefined ? { content: entry.content } : {};
+  };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
     plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
@@ -346,13 +351,13 @@ export function planStore(input: PlanInput): Plan {
         break;
       }
       case 'remote_changed':
-        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed' };
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed', ...carriedAt(r.to, r.remoteSha) };
         break;
       case 'both_changed_same':
         then = { type: 'adopt', path: r.to, sha: local.sha };
         break;
       case 'both_changed_differ':
-        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict' };
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict', ...carriedAt(r.to, r.remoteSha) };
         break;
       default:
         break;

@@ -10,7 +10,7 @@ import { baselineIdsAfter } from './renames.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
-import { RemoteView, type RemoteReadMode } from './remote-view.js';
+import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
 import { CARRY_BUDGET_BYTES, scanStore, type LocalSnapshot } from './scan.js';
 import { emptyPassReport, settle, type PassReport } from './settle.js';
@@ -360,7 +360,8 @@ export class StoreSync {
       ...(opts.probe && { probe: true }),
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
-    const { remote, skipped } = read.index;
+    const { skipped } = read.index;
+    const remote = withCarriedContent(read.index.remote, read.contents);
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const entry of skipped) {
       report.skippedPaths.push(entry);
@@ -520,6 +521,22 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/**
+ * The remote side with the content the read carried riding on each memory that holds it, so its
+ * pull writes that instead of fetching the memory. A copy: the view's index is kept across passes.
+ */
+function withCarriedContent(remote: ReadonlyMap<string, RemoteEntry>, contents: CarriedRemoteContent): ReadonlyMap<string, RemoteEntry> {
+  if (contents.size === 0) return remote;
+  let out: Map<string, RemoteEntry> | undefined;
+  for (const [path, entry] of remote) {
+    const content = contents.get(entry.sha);
+    if (content === undefined) continue;
+    out ??= new Map(remote);
+    out.set(path, { ...entry, content });
+  }
+  return out ?? remote;
 }
 
 /** The scan could not read a file, a folder, or the marker (a read error, not a link or a bad name). */

@@ -12,7 +12,7 @@ import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote } from './remote-index.js';
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
-import { CARRY_BUDGET_BYTES, scanStore, type LocalSnapshot } from './scan.js';
+import { CARRY_BUDGET_BYTES, scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from './scan.js';
 import { emptyPassReport, settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
 import type { StoreFolder } from './store-folder.js';
@@ -21,6 +21,8 @@ import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import type { StoreEvents } from './events.js';
+import type { FileSystem } from './file-system.js';
+import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from './folder-watch.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
@@ -48,6 +50,12 @@ export interface StoreSyncDeps {
   recreateFolder: () => Promise<StoreFolder>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
+  /**
+   * The filesystem's folder watch (`FileSystem.watchDir`), when it has one: ordinary passes then
+   * list only the folders it says changed, with a full scan every `FULL_SCAN_EVERY_PASSES`
+   * passes or `FULL_SCAN_EVERY_MS`. Absent: every scan lists every folder.
+   */
+  watchDir?: FileSystem['watchDir'];
 }
 
 export interface PassOptions {
@@ -119,6 +127,13 @@ export class StoreSync {
    * store wins, and the agent's write gone (reliability B18).
    */
   #clearedBaseline: ReadonlyMap<string, string> | null = null;
+  /** Which folders changed since the last scan, when the filesystem can watch; `null`: every scan is full. */
+  readonly #watch: FolderWatch | null;
+  /** What each folder's last listing found, for scans that take a folder as it was. */
+  readonly #folderRecords = new Map<string, FolderRecord>();
+  /** Scans since the last full one, and when (the mounter's clock) that was; `null`: none yet. */
+  #scansSinceFull = 0;
+  #lastFullScanAt: number | null = null;
 
   constructor(
     readonly mount: MountedStore,
@@ -135,10 +150,39 @@ export class StoreSync {
       feedBudgetMs: deps.feedBudgetMs ?? DEFAULT_FEED_BUDGET_MS,
       pool: this.#pool,
     });
+    this.#watch = deps.watchDir ? new FolderWatch(deps.watchDir) : null;
   }
 
   get folder(): StoreFolder {
     return this.#folder;
+  }
+
+  /** Every folder watch stops (the folder is closed or removed): later scans, if any, are full. */
+  stopWatching(): void {
+    this.#watch?.close();
+    this.#folderRecords.clear();
+  }
+
+  /**
+   * What this pass's scan may take from the last one. A full scan (no watch to trust) at the
+   * final passes (finalize, recovery: `rereadUnreadable`, push-only, a full listing asked for),
+   * on the cadence, and when no scan has been full yet; else the watch says which folders to
+   * list. Either way the watches go on, started before each folder's listing.
+   */
+  #scanReuse(opts: PassOptions): ScanReuse | undefined {
+    if (!this.#watch) return undefined;
+    const final = opts.pushOnly || opts.rereadUnreadable === true || opts.remote === 'full';
+    const due =
+      this.#lastFullScanAt === null ||
+      this.#scansSinceFull + 1 >= FULL_SCAN_EVERY_PASSES ||
+      opts.now - this.#lastFullScanAt >= FULL_SCAN_EVERY_MS;
+    const trust = !final && !due;
+    if (trust) this.#scansSinceFull++;
+    else {
+      this.#scansSinceFull = 0;
+      this.#lastFullScanAt = opts.now;
+    }
+    return { watch: this.#watch, trust, records: this.#folderRecords };
   }
 
   /**
@@ -287,14 +331,24 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    const scan = () =>
-      scanStore(
+    // Events already queued for the watch are taken first (one turn of the event loop); one that
+    // comes later marks its folder for the next pass, as a change after the scan would.
+    const reuse = this.#scanReuse(opts);
+    if (reuse?.trust) await new Promise((resolve) => setImmediate(resolve));
+    let first = true;
+    const scan = () => {
+      // A scan taken again (rereadUnreadable) lists every folder: that is what it is for.
+      const thisReuse = first ? reuse : reuse && { ...reuse, trust: false };
+      first = false;
+      return scanStore(
         this.#folder,
         mount.memoryStoreId,
         state.scanCache,
         { wanted: (path, sha) => state.baseline.get(path) !== sha, budgetBytes: CARRY_BUDGET_BYTES },
         opts.signal,
+        thisReuse,
       );
+    };
     let scanned = await scan();
     // A read-only store's local content is never pushed: what it could not read costs nothing.
     if (opts.rereadUnreadable && mount.access === 'read_write') {

@@ -22,6 +22,8 @@ export class FaultyFileSystem implements FileSystem {
   readonly readLinkSync?: (path: string) => string | null;
   /** Present when `inner` has it, and then faultable like the rest. */
   readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
+  /** Present when `inner` has it, and then faultable like the rest (a fault: the watch cannot start). */
+  readonly watchDir?: FileSystem['watchDir'];
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);
@@ -29,6 +31,13 @@ export class FaultyFileSystem implements FileSystem {
       this.writeFileExclusive = async (path, data, opts) => {
         this.#inject('writeFileExclusive', path);
         return exclusive(path, data, opts);
+      };
+    }
+    const watchDir = inner.watchDir?.bind(inner);
+    if (watchDir) {
+      this.watchDir = (path, onEvent) => {
+        this.#inject('watchDir', path);
+        return watchDir(path, onEvent);
       };
     }
     const readLink = inner.readLinkSync?.bind(inner);

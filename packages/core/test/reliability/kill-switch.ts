@@ -31,6 +31,15 @@ export class KillSwitch {
       openDir: async (p) => k.dirHandle(await k.gate(() => inner.openDir(p))),
       openFile: async (p) => k.openFile(await k.gate(() => inner.openFile(p))),
       ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
+      // A dead worker starts no watch, and hears from none it started.
+      ...(inner.watchDir && {
+        watchDir: (p: string, onEvent: (kind: 'change' | 'error') => void) => {
+          if (k.#dead) throw Object.assign(new Error('killed'), { code: 'EBADF' });
+          return inner.watchDir!(p, (kind) => {
+            if (!k.#dead) onEvent(kind);
+          });
+        },
+      }),
     };
   }
 

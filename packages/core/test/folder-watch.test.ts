@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readlinkSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem, type DirWatch, type FileSystem } from '@memory-mounter/core';
 import { FULL_SCAN_EVERY_PASSES } from '../src/folder-watch.js';
@@ -19,6 +19,8 @@ class Counted implements FileSystem {
   events = 0;
   /** Watches that never report anything (a change the watch misses). */
   deaf = false;
+  /** Watches of the folder whose host path ends so never report anything. */
+  deafTo: string | null = null;
   /** The next open of a file whose path ends so fails with EMFILE (a descriptor limit of the moment). */
   failOpenOf: string | null = null;
   readonly lstatAll?: FileSystem['lstatAll'];
@@ -33,9 +35,11 @@ class Counted implements FileSystem {
     if (inner.watchDir) {
       this.watchDir = (path, onEvent): DirWatch => {
         this.watches++;
+        // Where the pinned handle's path leads now: the folder the watch is on.
+        const folder = readlinkSync(path);
         return inner.watchDir!(path, (kind) => {
           this.events++;
-          if (!this.deaf) onEvent(kind);
+          if (!this.deaf && !(this.deafTo !== null && folder.endsWith(this.deafTo))) onEvent(kind);
         });
       };
     }
@@ -123,6 +127,18 @@ describe.skipIf(process.platform !== 'linux')('the folder watch (node disk)', ()
     await m.finalize();
   });
 
+  it('another folder at a watched name, its first watch silent: the folder now there is listed, by its identity', async () => {
+    const counted = new Counted(new NodeFileSystem());
+    const m = await mounted(counted);
+    counted.deafTo = '/f1';
+    renameSync(`${h.notesDir}/f1`, `${h.notesDir}/f1-old`);
+    mkdirSync(`${h.notesDir}/f1`);
+    writeFileSync(`${h.notesDir}/f1/n1.md`, 'in the new folder\n');
+    expect((await sync(m)).errors).toEqual([]);
+    expect(h.client.snapshot(STORE)['/f1/n1.md']).toBe('in the new folder\n');
+    await m.finalize();
+  });
+
   it('a folder swapped for a link: left alone as a link, whatever the watch said', async () => {
     const counted = new Counted(new NodeFileSystem());
     const m = await mounted(counted);
@@ -171,11 +187,12 @@ describe.skipIf(process.platform !== 'linux')('the folder watch (node disk)', ()
   it('a flood of events costs one callback a folder a pass', async () => {
     const counted = new Counted(new NodeFileSystem());
     const m = await mounted(counted);
-    for (let i = 0; i < 2_000; i++) writeFileSync(`${h.notesDir}/f0/n0.md`, `flood ${i}\n`);
+    // Two files in turn: inotify merges an event only into an identical one queued just before it.
+    for (let i = 0; i < 2_000; i++) writeFileSync(`${h.notesDir}/f0/n${i % 2 ? 6 : 0}.md`, `flood ${i}\n`);
     writeFileSync(`${h.notesDir}/f1/n1.md`, 'after the flood\n');
     await sync(m);
     expect(counted.events).toBeLessThanOrEqual(counted.watches);
-    expect(h.client.snapshot(STORE)).toMatchObject({ '/f0/n0.md': 'flood 1999\n', '/f1/n1.md': 'after the flood\n' });
+    expect(h.client.snapshot(STORE)).toMatchObject({ '/f0/n0.md': 'flood 1998\n', '/f0/n6.md': 'flood 1999\n', '/f1/n1.md': 'after the flood\n' });
     await m.finalize();
   });
 });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Arena, describeViolations } from './arena.js';
-import { deleteOutside, hardLinks, readOutside, writeOutside, type ClassResult } from './classes.js';
+import { deleteOutside, hardLinks, readOutside, watchRaces, writeOutside, type ClassResult } from './classes.js';
 import { exhaustion } from './exhaustion.js';
 import { bundleChild } from '../reliability/child-bundle.js';
 import { buildRacer, Racer, raceSkipReason } from './racer.js';
@@ -50,6 +50,7 @@ if (skip) console.warn(`race tests SKIPPED: ${skip}. They prove the confinement 
     ['delete-outside', deleteOutside],
     ['exhaustion', (bin, attempts, ms) => exhaustion(bin, engineChild, attempts, ms)],
     ['hard-links', hardLinks],
+    ['watch', watchRaces],
   ];
   for (const [name, run] of classes) {
     it(`${name}: no violation in ${ATTEMPTS} raced attempts`, { timeout: CLASS_MS * 4 + 30_000 }, async () => {

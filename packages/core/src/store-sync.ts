@@ -331,10 +331,11 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    // Events already queued for the watch are taken first (one turn of the event loop); one that
-    // comes later marks its folder for the next pass, as a change after the scan would.
+    // Events already queued for the watch are taken first (two turns of the event loop, each
+    // reading what the kernel queued); one that comes later marks its folder for the next pass,
+    // as a change made after the scan would.
     const reuse = this.#scanReuse(opts);
-    if (reuse?.trust) await new Promise((resolve) => setImmediate(resolve));
+    if (reuse?.trust) for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     let first = true;
     const scan = () => {
       // A scan taken again (rereadUnreadable) lists every folder: that is what it is for.

@@ -298,7 +298,7 @@ function toStoreVersion(version: VersionRecord, withContent: boolean): StoreMemo
     operation: version.operation,
     path: version.path,
     content_sha256: version.content_sha256,
-    content_size_bytes: version.content_size_bytes,
+    ...(typeof version.content_size_bytes === 'number' && { content_size_bytes: version.content_size_bytes }),
     created_at: version.created_at,
     redacted_at: version.redacted_at,
     ...(withContent && { content: version.content }),

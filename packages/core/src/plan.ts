@@ -385,7 +385,7 @@ export function planStore(input: PlanInput): Plan {
     plan.transfers.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
   }
 
-  for (const path of allPaths(baseline, localFiles, remote)) {
+  for (const path of pathsToJudge(baseline, localFiles, remote, input.localBlocked)) {
     if (claimed.has(path)) continue;
     const blocked = blockedReason(path, input.localBlocked);
     if (blocked) {
@@ -567,9 +567,25 @@ export function stillUnknownWrites(
   return unknown;
 }
 
-function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {
+/**
+ * Every path of the three sides, in order, less those the rows would leave alone anyway: a path
+ * whose file and memory both still hold the baseline's sha, where the scan blocked nothing
+ * (`unchanged`, and no folder above it blocked). What an idle pass of a large store judges is
+ * then nothing, and sorting it costs nothing either.
+ */
+function pathsToJudge(
+  baseline: ReadonlyMap<string, string>,
+  localFiles: ReadonlyMap<string, { sha: string }>,
+  remote: ReadonlyMap<string, { sha: string }>,
+  blocked: ReadonlyMap<string, unknown>,
+): string[] {
   const paths = new Set<string>();
-  for (const map of maps) for (const path of map.keys()) paths.add(path);
+  for (const [path, sha] of baseline) {
+    if (blocked.size === 0 && localFiles.get(path)?.sha === sha && remote.get(path)?.sha === sha) continue;
+    paths.add(path);
+  }
+  for (const path of localFiles.keys()) if (!baseline.has(path)) paths.add(path);
+  for (const path of remote.keys()) if (!baseline.has(path)) paths.add(path);
   return [...paths].sort();
 }
 

@@ -44,6 +44,8 @@ export interface LocalSnapshot {
    * sends those bytes instead of reading the file a second time. Absent when none was asked for.
    */
   carried?: Map<string, CarriedContent>;
+  /** Folders this scan listed; the others it took as the last scan found them (`ScanReuse`). Absent: every folder was listed. */
+  listedFolders?: number;
 }
 
 /**
@@ -157,6 +159,7 @@ export async function scanStore(
   snapshot.notFiles = notFiles;
   const records = reuse?.records;
   const visited = new Set<string>();
+  if (reuse) snapshot.listedFolders = 0;
   try {
     await folder.walk(
       async (visit) => {
@@ -171,6 +174,7 @@ export async function scanStore(
           return;
         }
         const { files, blocked, statFiles } = visit;
+        if (snapshot.listedFolders !== undefined) snapshot.listedFolders++;
         for (const { wirePath, reason, code } of blocked) {
           snapshot.blocked.set(wirePath, { code, detail: reason });
           if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);

@@ -9,7 +9,7 @@ import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type 
 import { baselineIdsAfter } from './renames.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
-import { alignLocalCase, indexRemote } from './remote-index.js';
+import { alignLocalCase, indexRemote, type RemoteIndex } from './remote-index.js';
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
 import { CARRY_BUDGET_BYTES, scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from './scan.js';
@@ -134,6 +134,13 @@ export class StoreSync {
   /** Scans since the last full one, and when (the mounter's clock) that was; `null`: none yet. */
   #scansSinceFull = 0;
   #lastFullScanAt: number | null = null;
+  /**
+   * Set by a pass that found every path unchanged on both sides and nothing else to say (see
+   * `#isQuiet`): the remote index it planned from and the state it left. A later pass whose scan
+   * listed no folder, whose read of the store returned that very index, and that finds the state
+   * still those very maps, would plan, apply and settle nothing again: it skips all three.
+   */
+  #quiet: QuietPass | null = null;
 
   constructor(
     readonly mount: MountedStore,
@@ -206,6 +213,7 @@ export class StoreSync {
     this.state.missingSince.clear();
     this.state.absentFrom.clear();
     this.state.scanCache.clear();
+    this.#quiet = null;
     this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
@@ -281,6 +289,7 @@ export class StoreSync {
     this.state.missingSince.clear();
     this.state.absentFrom.clear();
     this.state.scanCache.clear();
+    this.#quiet = null;
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     this.#folder.release();
   }
@@ -363,8 +372,9 @@ export class StoreSync {
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
-    const expectedOnDisk = [...state.baseline.keys()].filter((path) => !state.missingSince.has(path));
-    const verdict = assessFolder(snapshot, new Set(expectedOnDisk), new Set(expectedOnDisk.map((path) => state.baseline.get(path)!)));
+    // Built only when some are known missing, and the shas only when no baseline file is left.
+    const expectedOnDisk = state.missingSince.size === 0 ? state.baseline : new Set([...state.baseline.keys()].filter((path) => !state.missingSince.has(path)));
+    const verdict = assessFolder(snapshot, expectedOnDisk, () => new Set([...expectedOnDisk.keys()].map((path) => state.baseline.get(path)!)));
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;
@@ -415,6 +425,14 @@ export class StoreSync {
       ...(opts.probe && { probe: true }),
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
+    const quiet = this.#quiet;
+    this.#quiet = null;
+    if (quiet && !opts.pushOnly && this.#clearedBaseline === null && scanned.listedFolders === 0 && snapshot.marker === 'ok' && snapshot.blocked.size === 0 && sameQuiet(quiet, read.index, state)) {
+      // Nothing listed, nothing read: the same files, the same memories, the same state as the
+      // pass that found all of them unchanged. Its plan was empty; this one's would be too.
+      this.#quiet = quiet;
+      return;
+    }
     const { skipped } = read.index;
     const remote = withCarriedContent(read.index.remote, read.contents);
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
@@ -423,9 +441,11 @@ export class StoreSync {
       this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
     }
 
-    const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.unknownWrites = unknownWrites;
+    if (state.unknownWrites.size > 0) {
+      const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
+      state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
+      state.unknownWrites = unknownWrites;
+    }
     if (this.#clearedBaseline) {
       this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
       this.#clearedBaseline = null;
@@ -459,6 +479,7 @@ export class StoreSync {
     // Files kept whose memories one listing missed, and that no `get` settled (too many at once,
     // no id, the get failed): the next read lists in full, and a path missing from that listing
     // too is deleted then (absence.ts). A flush deletes nothing, so it does not ask for one.
+    if (!opts.pushOnly && isQuiet(full, report, snapshot, read.index, state)) this.#quiet = quietOf(read.index, state);
     if (!opts.pushOnly && state.absentFrom.size > 0) {
       this.#remote.wantListing(`${state.absentFrom.size} memories missing from one listing`);
       logger.info('files kept: their memories were missing from one listing; the next pass lists the store again to confirm', {
@@ -576,6 +597,51 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** What `#quiet` keeps: the index planned from, and the maps of the state as that pass left them. */
+interface QuietPass {
+  index: RemoteIndex;
+  maps: readonly ReadonlyMap<string, unknown>[];
+}
+
+/** The state's maps a plan reads, in a fixed order. */
+const planMaps = (state: SyncState): ReadonlyMap<string, unknown>[] => [
+  state.baseline,
+  state.baselineIds,
+  state.missingSince,
+  state.absentFrom,
+  state.refused,
+  state.unknownWrites,
+];
+
+function quietOf(index: RemoteIndex, state: SyncState): QuietPass {
+  return { index, maps: planMaps(state) };
+}
+
+/** The same index object and the very same state maps (settle replaces them whenever it runs). */
+function sameQuiet(quiet: QuietPass, index: RemoteIndex, state: SyncState): boolean {
+  const maps = planMaps(state);
+  return quiet.index === index && maps.every((map, i) => map === quiet.maps[i]);
+}
+
+/**
+ * A pass with nothing to do and nothing to say: every baseline path held by a file and a
+ * memory of the baseline's sha, no other path on either side, nothing blocked, skipped, missing,
+ * refused or of unknown outcome, and a plan and report that are empty. Time cannot change what
+ * such a pass plans (only new files wait to settle, only missing files wait out a grace).
+ */
+function isQuiet(plan: Plan, report: StoreSyncReport, snapshot: LocalSnapshot, index: RemoteIndex, state: SyncState): boolean {
+  if (plan.transfers.length + plan.baselineOnly.length + plan.reportOnly.length + plan.skipped.length + plan.pendingDeletions.length > 0) return false;
+  if (plan.missingSince.size + plan.absentFrom.size > 0 || index.skipped.length > 0 || snapshot.blocked.size > 0 || snapshot.marker !== 'ok') return false;
+  if (state.missingSince.size + state.absentFrom.size + state.unknownWrites.size > 0) return false;
+  if (report.errors.length + report.skippedPaths.length + report.pulled.length + report.pushed.length > 0) return false;
+  const { baseline } = state;
+  const local = snapshot.files;
+  const remote = index.remote;
+  if (local.size !== baseline.size || remote.size !== baseline.size) return false;
+  for (const [path, sha] of baseline) if (local.get(path)?.sha !== sha || remote.get(path)?.sha !== sha) return false;
+  return true;
 }
 
 /**

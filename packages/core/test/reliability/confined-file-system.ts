@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { DirEntry, DirHandle, DirWatch, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
+import { coverage } from './coverage.js';
 import type { EntryKind } from './host-disk.js';
 
 /**
@@ -30,7 +31,12 @@ export class ConfinedFileSystem implements FileSystem {
     if (watchDir) {
       this.watchDir = (path, onEvent) => {
         this.check('watchDir', path);
-        return watchDir(path, onEvent);
+        const watch = watchDir(path, (kind) => {
+          coverage.watchEvents++;
+          onEvent(kind);
+        });
+        coverage.watchesStarted++;
+        return watch;
       };
     }
   }

@@ -197,6 +197,42 @@ describe.skipIf(process.platform !== 'linux')('the folder watch (node disk)', ()
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('passes that skip their plan (node disk, with the watch)', () => {
+  const h = useHarness('node');
+
+  it('after quiet passes: a new file waiting to settle is pushed once it has, though nothing happens on disk meanwhile', async () => {
+    const counted = new Counted(new NodeFileSystem());
+    h.client.seed(STORE, SEED);
+    const m = h.mounter({ fileSystem: counted, newFileSettle: 0.3 });
+    await m.materialize([notesResource()]);
+    await m.reconcile({ force: true });
+    await m.reconcile({ force: true });
+    await h.write(`${h.notesDir}/f0/fresh.md`, 'fresh\n');
+    expect((await m.reconcile({ force: true }))!.stores[0]!.pushed).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // No event since: the scan lists nothing, but the last pass was not a quiet one.
+    counted.readdirs = [];
+    expect((await m.reconcile({ force: true }))!.stores[0]!.pushed).toEqual(['/f0/fresh.md']);
+    expect(counted.readdirs).toEqual([]);
+    await m.finalize();
+  });
+
+  it('after quiet passes: a remote change is pulled, a local one pushed', async () => {
+    const counted = new Counted(new NodeFileSystem());
+    h.client.seed(STORE, SEED);
+    const m = h.mounter({ fileSystem: counted });
+    await m.materialize([notesResource()]);
+    for (let i = 0; i < 4; i++) await m.reconcile({ force: true });
+    h.client.writeMemory(STORE, '/f3/n3.md', 'remote\n');
+    expect((await m.reconcile({ force: true }))!.stores[0]!.pulled).toEqual(['/f3/n3.md']);
+    for (let i = 0; i < 3; i++) await m.reconcile({ force: true });
+    await h.write(`${h.notesDir}/f4/n4.md`, 'local\n');
+    expect((await m.reconcile({ force: true }))!.stores[0]!.pushed).toEqual(['/f4/n4.md']);
+    expect(await h.read(`${h.notesDir}/f3/n3.md`)).toBe('remote\n');
+    await m.finalize();
+  });
+});
+
 describe('without a watch (memfs, or NodeFileSystem with watch: false): every pass lists every folder', () => {
   for (const kind of ['memfs', 'node'] as const) {
     const h = useHarness(kind);

@@ -141,6 +141,8 @@ export class StoreSync {
    * still those very maps, would plan, apply and settle nothing again: it skips all three.
    */
   #quiet: QuietPass | null = null;
+  /** The state's baseline map the last scan kept a copy of, and that copy (see `keepScan`). */
+  #keptBaseline: { of: ReadonlyMap<string, string>; copy: ReadonlyMap<string, string> } | null = null;
 
   constructor(
     readonly mount: MountedStore,
@@ -209,6 +211,7 @@ export class StoreSync {
     const before = new Map([...(this.#clearedBaseline ?? []), ...this.state.baseline]);
     this.#clearedBaseline = before.size > 0 ? before : null;
     this.state.baseline.clear();
+    this.#keptBaseline = null;
     this.state.baselineIds.clear();
     this.state.missingSince.clear();
     this.state.absentFrom.clear();
@@ -549,6 +552,7 @@ export class StoreSync {
       const agreed = before.get(action.path);
       if (agreed !== undefined && remote.get(action.path)?.sha === agreed && !this.state.baseline.has(action.path)) {
         this.state.baseline.set(action.path, agreed);
+        this.#keptBaseline = null;
       }
     }
   }
@@ -561,12 +565,19 @@ export class StoreSync {
    */
   private takeUpAgreed(cleared: ReadonlyMap<string, string>, files: ReadonlyMap<string, unknown>, remote: ReadonlyMap<string, RemoteEntry>): void {
     for (const [path, agreed] of cleared) {
-      if (!this.state.baseline.has(path) && files.has(path) && remote.get(path)?.sha === agreed) this.state.baseline.set(path, agreed);
+      if (!this.state.baseline.has(path) && files.has(path) && remote.get(path)?.sha === agreed) {
+        this.state.baseline.set(path, agreed);
+        this.#keptBaseline = null;
+      }
     }
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
-    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(baseline) };
+    // The copy of a baseline map not changed since it was last copied is that copy: settle
+    // replaces the map whenever it moves, and every change in place forgets it (`#keptBaseline`).
+    const copy = baseline === this.#keptBaseline?.of ? this.#keptBaseline.copy : new Map(baseline);
+    this.#keptBaseline = baseline === this.state.baseline ? { of: baseline, copy } : null;
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: copy };
   }
 
   /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */

@@ -13,16 +13,26 @@
  * - finalize with 500 local changes (the SDK's `finish()` + `dispose()`);
  * - finalize with all 2,000 memories changed, 50 ms a request (memory-mounter only by default:
  *   the SDK takes about two minutes a run; `BENCH_SDK_SLOW=1` runs it once);
- * - steady idle sync of a 10,000-memory store.
+ * - steady idle sync of a 10,000-memory store;
+ * - eight stores of 2,000 (the session's maximum) materialized at once, each engine alone in a
+ *   process of its own (eight-stores-process.mjs): wall, requests, peak RSS, open descriptors;
+ * - a fleet: N = 1, 4, 8 workers (memory-mounters) on one store, each editing 5 memories a pass:
+ *   the requests of each worker's pass against what it pulled (ours only).
+ * Beside each materialize run, the disk's floor for it: the same files (1 kB each, in the same
+ * folders) created as fast as this process can (32 in flight, folders in turn), in that run.
  * Each engine has its own copy of the store, so neither sees the other's writes. Each figure is
  * the median of RUNS runs (the engines alternate); request counts are the emulator's. CPU is
  * this process's user + system time over the pass: the engine and the SDK client it drives,
  * never the emulator serving them.
  *
+ * `BENCH_ONLY=materialize,idle,finalize,slow,big,eight,fleet` runs only the phases named.
+ *
  * The table is printed at the end (and the figures in docs/performance.md come from it).
  */
 import { closeSync, constants as fsConstants, openSync } from 'node:fs';
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -39,6 +49,10 @@ const LATENCY_MS = 20;
 const SIZE = Number(process.env.BENCH_SIZE ?? 2_000);
 const FOLDERS = 40;
 const BIG = Number(process.env.BENCH_BIG ?? 10_000);
+const EIGHT = 8;
+const FLEET = [1, 4, 8];
+/** Memories each fleet worker edits a pass. */
+const FLEET_EDITS = 5;
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 let server: RemoteEmulator;
@@ -102,6 +116,8 @@ interface Row {
   note?: string;
 }
 const rows: Row[] = [];
+/** Lines printed after the table: per-run figures, the eight stores, the fleet. */
+const extra: string[] = [];
 
 function summary(samples: Sample[] | undefined): Sample | undefined {
   if (!samples || samples.length === 0) return undefined;
@@ -126,13 +142,41 @@ function fileCreateMicros(): number {
   return median(rounds);
 }
 let createMicros = 0;
+let startLoad = '';
+
+/**
+ * The disk's floor under one materialize, in ms: the store's files (~1 kB each, in its folders)
+ * created in a fresh folder as fast as this process can: the folders made, then each file
+ * created exclusively and written, 32 in flight, folders in turn. No engine can download the
+ * store faster than the disk takes these; measured beside each run, since this disk's cost of
+ * creating a file moves by a factor of five within minutes.
+ */
+async function creationFloor(): Promise<number> {
+  const dir = freshDir();
+  await mkdir(dir, { recursive: true });
+  const started = performance.now();
+  await Promise.all(range(0, FOLDERS).map((f) => mkdir(join(dir, `f${String(f).padStart(2, '0')}`))));
+  let next = 0;
+  // pathOf(i) is in folder i % FOLDERS: taking the files in index order takes the folders in turn.
+  await Promise.all(
+    range(0, 32).map(async () => {
+      while (next < SIZE) {
+        const i = next++;
+        await writeFile(join(dir, pathOf(i)), content(i, 0), { flag: 'wx' });
+      }
+    }),
+  );
+  const ms = performance.now() - started;
+  await rm(dir, { recursive: true, force: true });
+  return ms;
+}
 
 function printTable(): void {
   const fmt = (ms: number) => (ms >= 1_000 ? `${(ms / 1_000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
   const lines = [
     `issue 9 benchmark: ${RUNS} runs a phase (median), ${LATENCY_MS} ms a request unless said, the emulator in its own process; node ${process.version}, ` +
       `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
-      `the disk (${base}) creates a file in ${createMicros.toFixed(0)} µs`,
+      `the disk (${base}) creates a file in ${createMicros.toFixed(0)} µs; load average at the start ${startLoad}`,
     '| phase | SDK SessionMemoryStores | memory-mounter | ratio | requests (SDK / ours) | CPU (SDK / ours) |',
     '|---|---|---|---|---|---|',
   ];
@@ -144,7 +188,14 @@ function printTable(): void {
         `${sdk ? sdk.requests : '—'} / ${ours.requests} | ${sdk ? `${fmt(sdk.cpuMs)} / ${fmt(ours.cpuMs)}` : fmt(ours.cpuMs)}${row.note ? ` (${row.note})` : ''} |`,
     );
   }
-  console.log(`\n${lines.join('\n')}\n`);
+  console.log(`\n${lines.join('\n')}\n\n${extra.join('\n')}\n`);
+}
+
+function idleCpuLine(row: Row): string {
+  const cpu = (samples: Sample[]) => samples.map((s) => s.cpuMs.toFixed(1)).join(', ');
+  const ours = median(row.ours.map((s) => s.cpuMs));
+  const sdk = median(row.sdk!.map((s) => s.cpuMs));
+  return `${row.phase}, CPU ms: ours ${cpu(row.ours)} (median ${ours.toFixed(1)}), SDK ${cpu(row.sdk!)} (median ${sdk.toFixed(1)}): ${(ours / sdk).toFixed(3)}×`;
 }
 
 /** Edits `paths` in a mounted folder on disk, as the agent would. */
@@ -158,9 +209,9 @@ beforeAll(async () => {
   server = await RemoteEmulator.start(LATENCY_MS);
   client = new Anthropic({ apiKey: 'bench', baseURL: server.baseURL, maxRetries: 0 });
   base = await realpath(await mkdtemp(join(tmpdir(), 'mm-bench-')));
+  startLoad = loadavg().map((l) => l.toFixed(2)).join(' ');
   createMicros = fileCreateMicros();
   for (const id of ['memstore_mm', 'memstore_sdk']) await seedStore(id, SIZE);
-  for (const id of ['memstore_mm_big', 'memstore_sdk_big']) await seedStore(id, BIG);
 }, 120_000);
 
 afterAll(async () => {
@@ -171,15 +222,102 @@ afterAll(async () => {
 
 async function materialize(): Promise<void> {
   const row: Row = { phase: `materialize (${SIZE.toLocaleString('en')} memories, ${FOLDERS} folders)`, sdk: [], ours: [] };
+  const floors: number[] = [];
   for (let run = 0; run < RUNS; run++) {
+    floors.push(await creationFloor());
     let m!: MemoryMounter;
     row.ours.push(await sample(async () => (m = await mounter('memstore_mm'))));
     await m.finalize({ outcome: 'aborted' });
     let stores!: SessionMemoryStores;
     row.sdk!.push(await sample(async () => (stores = await sdkStores('memstore_sdk'))));
     await stores.dispose();
+    const ours = row.ours[run]!.ms;
+    extra.push(
+      `materialize run ${run + 1}: ours ${ours.toFixed(0)} ms, SDK ${row.sdk![run]!.ms.toFixed(0)} ms (${(ours / row.sdk![run]!.ms).toFixed(3)}×), ` +
+        `creation floor ${floors[run]!.toFixed(0)} ms (ours ${(ours / floors[run]!).toFixed(2)}× the floor), load ${loadavg()[0]!.toFixed(2)}`,
+    );
+  }
+  row.note = `creation floor ${median(floors).toFixed(0)} ms`;
+  rows.push(row);
+}
+
+interface ProcessFigures {
+  ms: number;
+  cpuMs: number;
+  baseRssMb: number;
+  peakRssMb: number;
+  peakFds: number;
+  baseFds: number;
+}
+
+/** One engine materializing `storeIds` in a process of its own (eight-stores-process.mjs), with the requests it sent. */
+async function inOwnProcess(engine: 'ours' | 'sdk', storeIds: string[]): Promise<ProcessFigures & { requests: number }> {
+  const before = await server.requestCount();
+  const config = JSON.stringify({ engine, baseURL: server.baseURL, storeIds, dir: freshDir() });
+  const child = fork(fileURLToPath(new URL('./eight-stores-process.mjs', import.meta.url)), [config], { stdio: 'inherit' });
+  const figures = await new Promise<ProcessFigures>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as ProcessFigures));
+    child.once('exit', (code) => reject(new Error(`${engine} process exited (${code}) without its figures`)));
+  });
+  await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+  return { ...figures, requests: (await server.requestCount()) - before };
+}
+
+async function eightStores(): Promise<void> {
+  const ids = (engine: string) => range(0, EIGHT).map((i) => `memstore_${engine}_eight_${i}`);
+  for (const id of [...ids('mm'), ...ids('sdk')]) await seedStore(id, SIZE);
+  const row: Row = { phase: `materialize ${EIGHT} stores × ${SIZE.toLocaleString('en')} (each engine in its own process)`, sdk: [], ours: [] };
+  for (let run = 0; run < RUNS; run++) {
+    const ours = await inOwnProcess('ours', ids('mm'));
+    const sdk = await inOwnProcess('sdk', ids('sdk'));
+    row.ours.push({ ms: ours.ms, requests: ours.requests, cpuMs: ours.cpuMs });
+    row.sdk!.push({ ms: sdk.ms, requests: sdk.requests, cpuMs: sdk.cpuMs });
+    extra.push(
+      `${EIGHT} stores run ${run + 1}: wall ours ${ours.ms.toFixed(0)} ms / SDK ${sdk.ms.toFixed(0)} ms (${(ours.ms / sdk.ms).toFixed(3)}×); ` +
+        `requests ${ours.requests} / ${sdk.requests}; peak RSS ours ${ours.peakRssMb.toFixed(0)} MB (from ${ours.baseRssMb.toFixed(0)}) / ` +
+        `SDK ${sdk.peakRssMb.toFixed(0)} MB (from ${sdk.baseRssMb.toFixed(0)}); open descriptors at most ours ${ours.peakFds} (from ${ours.baseFds}) / ` +
+        `SDK ${sdk.peakFds} (from ${sdk.baseFds}); load ${loadavg()[0]!.toFixed(2)}`,
+    );
   }
   rows.push(row);
+}
+
+/**
+ * N workers on one store, passes in turn: each edits FLEET_EDITS memories of its own, then syncs,
+ * so each pulls what the other N - 1 wrote since its last pass. Requests are counted per pass.
+ */
+async function fleet(): Promise<void> {
+  const store = 'memstore_fleet';
+  await seedStore(store, SIZE);
+  const workers: MemoryMounter[] = [];
+  for (let w = 0; w < Math.max(...FLEET); w++) workers.push(await mounter(store));
+  await sleep(2_500);
+  let version = 10_000;
+  const round = async (n: number, record?: { requests: number[]; reads: number[]; pulled: number[] }) => {
+    for (let w = 0; w < n; w++) {
+      const mine = range(w * FLEET_EDITS, FLEET_EDITS);
+      await editLocally(workers[w]!.roots[0]!, mine, version++);
+      const before = await server.requestCount();
+      const report = (await workers[w]!.reconcile({ force: true }))!.stores[0]!;
+      const requests = (await server.requestCount()) - before;
+      record?.requests.push(requests);
+      record?.reads.push(requests - report.pushed.length);
+      record?.pulled.push(report.pulled.length);
+    }
+  };
+  for (const n of FLEET) {
+    // Every worker of this size caught up first: what the larger fleet did before is not counted.
+    await round(n);
+    await round(n);
+    const record = { requests: [] as number[], reads: [] as number[], pulled: [] as number[] };
+    for (let r = 0; r < RUNS; r++) await round(n, record);
+    extra.push(
+      `fleet N = ${n}: per pass per worker (median of ${record.requests.length}) ${median(record.requests)} requests, of which ` +
+        `${median(record.reads)} reads (the rest its ${FLEET_EDITS} writes), pulling ${median(record.pulled)} memories; ` +
+        `most ${Math.max(...record.requests)} requests; a fetch per pull would be ${1 + median(record.pulled) + FLEET_EDITS}`,
+    );
+  }
+  for (const m of workers) await m.finalize({ outcome: 'aborted' });
 }
 
 /** Both engines mounted on their stores and settled: one pass each, then the feed's overlap let pass. */
@@ -203,6 +341,7 @@ async function idleAndChanges(): Promise<void> {
     idle.sdk!.push(await sample(() => sdkSync(stores)));
   }
   rows.push(idle);
+  extra.push(idleCpuLine(idle));
 
   const busy: Row = { phase: '20 remote + 20 local changes', sdk: [], ours: [] };
   for (let run = 1; run <= RUNS; run++) {
@@ -267,6 +406,7 @@ async function finalizeAllChangedSlow(): Promise<void> {
 }
 
 async function idleBig(): Promise<void> {
+  for (const id of ['memstore_mm_big', 'memstore_sdk_big']) await seedStore(id, BIG);
   const { m, stores } = await settledPair('memstore_mm_big', 'memstore_sdk_big');
   const row: Row = { phase: `steady idle sync, ${BIG.toLocaleString('en')} memories`, sdk: [], ours: [] };
   for (let run = 0; run < RUNS; run++) {
@@ -274,6 +414,7 @@ async function idleBig(): Promise<void> {
     row.sdk!.push(await sample(() => sdkSync(stores)));
   }
   rows.push(row);
+  extra.push(idleCpuLine(row));
   await m.finalize({ outcome: 'aborted' });
   await stores.dispose();
 }
@@ -284,11 +425,17 @@ describe('issue 9: memory-mounter against SessionMemoryStores', () => {
   bench(
     'the table (printed at the end)',
     async () => {
-      await materialize();
-      await idleAndChanges();
-      await finalizeWith500();
-      await finalizeAllChangedSlow();
-      await idleBig();
+      const only = process.env.BENCH_ONLY?.split(',');
+      const phases: [string, () => Promise<void>][] = [
+        ['materialize', materialize],
+        ['idle', idleAndChanges],
+        ['finalize', finalizeWith500],
+        ['slow', finalizeAllChangedSlow],
+        ['big', idleBig],
+        ['eight', eightStores],
+        ['fleet', fleet],
+      ];
+      for (const [name, phase] of phases) if (!only || only.includes(name)) await phase();
     },
     { iterations: 1, time: 0, warmupIterations: 0, warmupTime: 0 },
   );

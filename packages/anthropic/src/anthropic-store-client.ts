@@ -132,21 +132,29 @@ export class AnthropicStoreClient implements StoreClient {
   }
 
   /**
-   * `GET /v1/memory_stores/{id}/memory_versions`, basic view (no content), 100 a page, with the
-   * filters given. The API documents no order, and nothing here relies on one.
+   * `GET /v1/memory_stores/{id}/memory_versions` with the filters given: basic view (no
+   * content), 100 a page, or with `withContent` the full view, 20 a page. The API documents no
+   * order, and nothing here relies on one. `maxVersions` stops the walk: no page is asked for
+   * once that many versions are yielded.
    */
   async *listVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
-    const { signal } = opts;
+    const { signal, withContent = false, maxVersions = Infinity } = opts;
+    if (maxVersions <= 0) return;
     const params = {
-      view: 'basic' as const,
-      limit: LIST_PAGE_SIZE,
+      view: withContent ? ('full' as const) : ('basic' as const),
+      limit: withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE,
       ...(opts.createdAtGte !== undefined && { 'created_at[gte]': opts.createdAtGte }),
       ...(opts.createdAtLte !== undefined && { 'created_at[lte]': opts.createdAtLte }),
       ...(opts.memoryId !== undefined && { memory_id: opts.memoryId }),
       ...(opts.operation !== undefined && { operation: opts.operation }),
     };
     const first = () => this.#versions.list(storeId, params, { signal });
-    for await (const version of this.#walk('listVersions', signal, first)) yield toStoreVersion(version);
+    let yielded = 0;
+    for await (const version of this.#walk('listVersions', signal, first)) {
+      yield toStoreVersion(version, withContent);
+      // Returning here, before #walk asks for the next page, is what saves that request.
+      if (++yielded >= maxVersions) return;
+    }
   }
 
   /** The memories list with `depth=1`: one folder's memories and its sub-folders' `memory_prefix` roll-ups. */
@@ -216,8 +224,8 @@ function toStoreMemory(memory: SdkMemory, withContent: boolean): StoreMemory {
   return out;
 }
 
-function toStoreVersion(version: SdkVersion): StoreMemoryVersion {
-  return {
+function toStoreVersion(version: SdkVersion, withContent: boolean): StoreMemoryVersion {
+  const out: StoreMemoryVersion = {
     id: version.id,
     memory_id: version.memory_id,
     operation: version.operation,
@@ -227,6 +235,9 @@ function toStoreVersion(version: SdkVersion): StoreMemoryVersion {
     created_at: version.created_at,
     redacted_at: version.redacted_at ?? null,
   };
+  if (typeof version.content_size_bytes === 'number') out.content_size_bytes = version.content_size_bytes;
+  if (withContent) out.content = version.content ?? null;
+  return out;
 }
 
 function throwIfAborted(signal: AbortSignal | undefined, operation: string): void {

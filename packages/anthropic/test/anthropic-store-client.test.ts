@@ -261,12 +261,24 @@ describe('AnthropicStoreClient listVersions', () => {
     expect(server.requests[0]!.query.memory_id).toBe(memory!.id);
   });
 
-  it('keeps only the fields of StoreMemoryVersion, and no content', async () => {
+  it('keeps only the fields of StoreMemoryVersion, and no content unless asked', async () => {
     server.seed(STORE, { '/a.md': 'a' });
     const [version] = await collect(storeClient().listVersions(STORE));
     expect(Object.keys(version!).sort()).toEqual(
-      ['content_sha256', 'created_at', 'id', 'memory_id', 'operation', 'path', 'redacted_at'].sort(),
+      ['content_sha256', 'content_size_bytes', 'created_at', 'id', 'memory_id', 'operation', 'path', 'redacted_at'].sort(),
     );
+    const [full] = await collect(storeClient().listVersions(STORE, { withContent: true }));
+    expect(full).toMatchObject({ content: 'a', content_size_bytes: 1 });
+  });
+
+  it('withContent asks for view=full, 20 a page; maxVersions asks for no page past the one holding the last', async () => {
+    seedMany(50);
+    const before = server.requestCount();
+    expect(await collect(storeClient().listVersions(STORE, { withContent: true, maxVersions: 21 }))).toHaveLength(21);
+    expect(server.requestCount() - before).toBe(2);
+    const all = server.requestCount();
+    expect(await collect(storeClient().listVersions(STORE, { withContent: true }))).toHaveLength(50);
+    expect(server.requestCount() - all).toBe(3);
   });
 
   it.each([

@@ -58,9 +58,9 @@ export function changeFeedContract(context: () => FeedContext): void {
 
       const listed = byTime(await versions());
       expect(listed).toEqual([
-        { operation: 'created', path: '/a.md', content_sha256: sha256Hex('v1'), at: t0 },
-        { operation: 'modified', path: '/a.md', content_sha256: sha256Hex('v2'), at: t0 + 1_000 },
-        { operation: 'modified', path: '/b.md', content_sha256: sha256Hex('v2'), at: t0 + 2_000 },
+        { operation: 'created', path: '/a.md', content_sha256: sha256Hex('v1'), content_size_bytes: 2, at: t0 },
+        { operation: 'modified', path: '/a.md', content_sha256: sha256Hex('v2'), content_size_bytes: 2, at: t0 + 1_000 },
+        { operation: 'modified', path: '/b.md', content_sha256: sha256Hex('v2'), content_size_bytes: 2, at: t0 + 2_000 },
         { operation: 'deleted', path: '/b.md', content_sha256: null, at: t0 + 3_000 },
       ].map(({ at: ms, ...fields }) => ({
         ...fields,
@@ -71,6 +71,27 @@ export function changeFeedContract(context: () => FeedContext): void {
       })));
       expect(listed.map((v) => Date.parse(v.created_at))).toEqual([t0, t0 + 1_000, t0 + 2_000, t0 + 3_000]);
       expect(new Set(listed.map((v) => v.id)).size).toBe(4);
+    });
+
+    it('withContent: each version with its content as of it (none for a deletion); maxVersions stops the walk', async () => {
+      const { client, storeId, clock } = ctx();
+      const memory = await create('/a.md', 'v1');
+      clock.advance(1_000);
+      await client.update(storeId, memory.id, { content: 'v2' });
+      clock.advance(1_000);
+      await client.delete(storeId, memory.id);
+      const full = byTime(await versions({ withContent: true }));
+      expect(full.map((v) => [v.operation, v.content])).toEqual([
+        ['created', 'v1'],
+        ['modified', 'v2'],
+        ['deleted', null],
+      ]);
+      // Without it, no content.
+      expect((await versions()).every((v) => v.content === undefined || v.content === null)).toBe(true);
+      for (let i = 0; i < 45; i++) await create(`/m${i}.md`, `m${i}`);
+      expect(await versions({ withContent: true, maxVersions: 21 })).toHaveLength(21);
+      expect(await versions({ maxVersions: 3 })).toHaveLength(3);
+      expect(await versions({ withContent: true })).toHaveLength(48);
     });
 
     it('records a version for memories another writer created', async () => {
@@ -232,6 +253,9 @@ export function changeFeedContract(context: () => FeedContext): void {
         created_at: created.created_at,
         redacted_at: expect.stringMatching(RFC3339),
       });
+      // With content asked for, a redacted version still has none.
+      const [redactedFull] = (await versions({ memoryId: memory.id, withContent: true })).filter((v) => v.id === created.id);
+      expect(redactedFull?.content ?? null).toBeNull();
       const other = listed.find((v) => v.id !== created.id)!;
       expect(other).toMatchObject({ operation: 'modified', path: '/secret.md', content_sha256: sha256Hex('gone'), redacted_at: null });
       // Filters still find it by what redaction keeps.

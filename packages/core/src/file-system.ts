@@ -18,7 +18,7 @@
  * `writeFileExclusive` (a new file that never replaces one made meanwhile), `link` (a move that
  * never replaces one made meanwhile), `readLinkSync` (`checkWrite` follows links as the kernel
  * will), `grantOwnerAccess` (a locked folder of the agent's can still be read at the end and
- * removed).
+ * removed), `watchDir` (an idle scan reads no folder nothing happened in).
  *
  * Folders the engine syncs are reached only through `openDir` handles (see `StoreFolder`): the
  * engine builds `${handle.path}/${name}` and never a path of its own below a store folder. Where
@@ -77,6 +77,11 @@ export interface OpenFile {
   /** Reads from the start, at most `maxBytes` bytes. */
   read(maxBytes: number): Promise<Uint8Array>;
   close(): Promise<void>;
+}
+
+/** A watch `FileSystem.watchDir` started; closing it is final, and no call comes after. */
+export interface DirWatch {
+  close(): void;
 }
 
 /** Options of `FileSystem.writeFile`. */
@@ -165,6 +170,18 @@ export interface FileSystem {
    * with its marker.
    */
   grantOwnerAccess?(path: string, expect?: { dev: number; ino: number }): Promise<void>;
+
+  /**
+   * Optional. Watches the folder at `path`, a pinned handle's path (see `DirHandle.pinned`): the
+   * folder that handle opened, whatever its name becomes, even once the handle is closed.
+   * `onEvent` is called soon after any change to the folder's entries (one created, removed,
+   * renamed, written to, its metadata changed) or to the folder itself, and with `error` once if
+   * the watch fails; it may be called more often than that, never less. Throws when the watch
+   * cannot start (a limit of the host's, the folder gone). Without it, every scan reads every
+   * folder: the engine takes a watch only as a hint of where to look, never as a reason to skip
+   * a check, and reads every folder on a cadence anyway.
+   */
+  watchDir?(path: string, onEvent: (kind: 'change' | 'error') => void): DirWatch;
 }
 
 /**

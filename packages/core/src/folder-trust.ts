@@ -26,7 +26,7 @@ export type FolderVerdict =
 export function assessFolder(
   snapshot: LocalSnapshot,
   baseline: ReadonlySet<string> | ReadonlyMap<string, unknown>,
-  movedShas?: ReadonlySet<string>,
+  movedShas?: ReadonlySet<string> | (() => ReadonlySet<string>),
 ): FolderVerdict {
   if (snapshot.root === 'not_directory') return { kind: 'distrusted', reason: 'the store path is no longer a directory' };
   // Never adopted: the folder the agent sees now is not the one made, whatever it holds.
@@ -45,22 +45,22 @@ export function assessFolder(
   }
   // Marker intact. "Every memory file gone" counts the files the baseline knows: a wipe followed
   // by one new file is still a wipe, and must not read as the agent deleting every memory.
-  if (baseline.size > 1 && !someBaselineFileLeft(snapshot, [...baseline.keys()]) && !someMovedFile(snapshot, movedShas)) {
+  if (baseline.size > 1 && !someBaselineFileLeft(snapshot, baseline) && !someMovedFile(snapshot, typeof movedShas === 'function' ? movedShas() : movedShas)) {
     return { kind: 'redownload', code: 'folder_wiped', reason: 'every memory file is gone at once (folder wiped)' };
   }
   return { kind: 'trusted' };
 }
 
-function someBaselineFileLeft(snapshot: LocalSnapshot, baselinePaths: readonly string[]): boolean {
+function someBaselineFileLeft(snapshot: LocalSnapshot, baseline: ReadonlySet<string> | ReadonlyMap<string, unknown>): boolean {
   // A link or a special file where a memory was is not that memory: it does not count as left.
   const unknown = (path: string) => snapshot.blocked.has(path) && !snapshot.notFiles?.has(path);
-  for (const path of baselinePaths) {
+  for (const path of baseline.keys()) {
     if (snapshot.files.has(path) || unknown(path)) return true;
   }
   // A folder that could not be read may hide baseline files: their absence is unknown, not a wipe.
   for (const blocked of snapshot.blocked.keys()) {
     if (!unknown(blocked)) continue;
-    for (const path of baselinePaths) if (path.startsWith(`${blocked}/`)) return true;
+    for (const path of baseline.keys()) if (path.startsWith(`${blocked}/`)) return true;
   }
   return false;
 }

@@ -9,7 +9,7 @@ export { MounterEventEmitter, conflictCopyPath } from './events.js';
 export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
 export type { StoreStatus, UnknownWrite } from './status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
-export type { EntryType, FileStat, DirEntry, DirHandle, OpenFile, FileSystem, WriteOptions } from './file-system.js';
+export type { EntryType, FileStat, DirEntry, DirHandle, DirWatch, OpenFile, FileSystem, WriteOptions } from './file-system.js';
 export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
 export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
 export type {

@@ -282,6 +282,7 @@ export class MemoryMounter extends MounterEventEmitter {
               },
             }),
             events: this.storeEvents(mount),
+            ...(fs.watchDir && { watchDir: fs.watchDir.bind(fs) }),
           }),
         );
         if (record) {
@@ -803,7 +804,10 @@ export class MemoryMounter extends MounterEventEmitter {
 
 /** Lets go of every folder handle a mounter holds (closing is idempotent; a removed folder's is closed already). */
 async function closeFolders(stores: readonly StoreSync[], created: readonly CreatedFolder[]): Promise<void> {
-  for (const store of stores) await store.folder.close().catch(() => {});
+  for (const store of stores) {
+    store.stopWatching();
+    await store.folder.close().catch(() => {});
+  }
   for (const entry of created) await entry.folder?.close().catch(() => {});
 }
 

@@ -1,11 +1,11 @@
-import { chmod, close, closeSync, constants as fsConstants, fstat, fstatSync, link, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, write, type Stats } from 'node:fs';
+import { chmod, close, closeSync, constants as fsConstants, fstat, fstatSync, link, lstat, lstatSync, open, openSync, read, rename, statSync, unlink, watch, write, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import { open as openPath, readdir as readdirPath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import fse from 'fs-extra';
 import { MemoryConfigError } from './errors.js';
 import { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
-import type { DirEntry, DirHandle, EntryType, FileStat, FileSystem, OpenFile, WriteOptions } from './file-system.js';
+import type { DirEntry, DirHandle, DirWatch, EntryType, FileStat, FileSystem, OpenFile, WriteOptions } from './file-system.js';
 import { tempFileName } from './temp-files.js';
 import { isUtf8 } from 'node:buffer';
 
@@ -64,13 +64,22 @@ export class NodeFileSystem implements FileSystem {
   readonly #dirFlags: number;
   readonly #noFollow: number;
   readonly #pinned: boolean;
+  /**
+   * Present on Linux with pinned handles (see `FileSystem.watchDir`): one inotify watch per
+   * folder (Node's `fs.watch`, not recursive: Node 20's recursive watch on Linux watches every
+   * file and follows links by name). Given a handle's `/proc/self/fd/<n>` path, inotify binds the
+   * watch to the opened folder's inode, so a folder renamed or swapped later is never what a
+   * watch starts watching, and a name outside the mount is never looked at.
+   */
+  readonly watchDir?: (path: string, onEvent: (kind: 'change' | 'error') => void) => DirWatch;
 
   /**
    * `constants` is the platform's `fs.constants`; tests pass a doctored one. `pinDirectories`
    * defaults to whether this process can name descriptors under `/proc/self/fd`; `false` forces
-   * unpinned handles (the fallback other platforms get), for tests.
+   * unpinned handles (the fallback other platforms get), for tests. `watch: false` leaves out
+   * `watchDir`, as on platforms without it.
    */
-  constructor(constants: OpenFlagConstants = fsConstants, opts: { pinDirectories?: boolean } = {}) {
+  constructor(constants: OpenFlagConstants = fsConstants, opts: { pinDirectories?: boolean; watch?: boolean } = {}) {
     const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
     if (O_NOFOLLOW === undefined || O_NONBLOCK === undefined) {
       throw new MemoryConfigError(
@@ -87,6 +96,8 @@ export class NodeFileSystem implements FileSystem {
     this.#noFollow = O_NOFOLLOW;
     this.#dirFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_DIRECTORY ?? 0);
     this.#pinned = opts.pinDirectories ?? canNameDescriptors(this.#dirFlags);
+    // inotify reports writes to a folder's files; kqueue (macOS, BSD) only its list of names.
+    if (this.#pinned && process.platform === 'linux' && opts.watch !== false) this.watchDir = watchPinnedDir;
   }
 
   async lstat(path: string): Promise<FileStat | null> {
@@ -374,6 +385,29 @@ export class NodeFileSystem implements FileSystem {
       throw err;
     }
   }
+}
+
+/** `FileSystem.watchDir` on Linux: only a handle's own path, never a name. */
+function watchPinnedDir(path: string, onEvent: (kind: 'change' | 'error') => void): DirWatch {
+  if (!path.startsWith(`${FD_DIR}/`)) throw fsError('EINVAL', 'watch', path, 'only a pinned folder handle is watched');
+  let closed = false;
+  // Not persistent: a watch never keeps the host's process alive.
+  const watcher = watch(path, { persistent: false }, () => {
+    if (!closed) onEvent('change');
+  });
+  watcher.on('error', () => {
+    if (closed) return;
+    closed = true;
+    watcher.close();
+    onEvent('error');
+  });
+  return {
+    close: () => {
+      if (closed) return;
+      closed = true;
+      watcher.close();
+    },
+  };
 }
 
 /**

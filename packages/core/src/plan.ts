@@ -308,6 +308,11 @@ export function planStore(input: PlanInput): Plan {
       ...(r.content !== undefined && { content: r.content }),
     });
   };
+  // The content the read carried for what the store holds at `path`, when it holds `sha` there.
+  const carriedAt = (path: string, sha: string): { content?: string } => {
+    const entry = remote.get(path);
+    return entry?.sha === sha && entry.content !== undefined ? { content: entry.content } : {};
+  };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
     plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
   };
@@ -351,13 +356,13 @@ export function planStore(input: PlanInput): Plan {
         break;
       }
       case 'remote_changed':
-        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed' };
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'remote_changed', ...carriedAt(r.to, r.remoteSha) };
         break;
       case 'both_changed_same':
         then = { type: 'adopt', path: r.to, sha: local.sha };
         break;
       case 'both_changed_differ':
-        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict' };
+        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict', ...carriedAt(r.to, r.remoteSha) };
         break;
       default:
         break;
@@ -400,7 +405,7 @@ export function planStore(input: PlanInput): Plan {
     plan.transfers.push({ type: 'rename_remote', path: r.to, from: r.from, memoryId: r.memoryId, sha: r.sha });
   }
 
-  for (const path of allPaths(baseline, localFiles, remote)) {
+  for (const path of pathsToJudge(baseline, localFiles, remote, input.localBlocked)) {
     if (claimed.has(path)) continue;
     const blocked = blockedReason(path, input.localBlocked);
     if (blocked) {
@@ -593,9 +598,25 @@ function stillSettling(local: LocalFile, input: Pick<PlanInput, 'settleAfter' | 
   return !(input.hostNow !== undefined && local.mtimeMs > input.hostNow);
 }
 
-function allPaths(...maps: ReadonlyMap<string, unknown>[]): string[] {
+/**
+ * Every path of the three sides, in order, less those the rows would leave alone anyway: a path
+ * whose file and memory both still hold the baseline's sha, where the scan blocked nothing
+ * (`unchanged`, and no folder above it blocked). What an idle pass of a large store judges is
+ * then nothing, and sorting it costs nothing either.
+ */
+function pathsToJudge(
+  baseline: ReadonlyMap<string, string>,
+  localFiles: ReadonlyMap<string, { sha: string }>,
+  remote: ReadonlyMap<string, { sha: string }>,
+  blocked: ReadonlyMap<string, unknown>,
+): string[] {
   const paths = new Set<string>();
-  for (const map of maps) for (const path of map.keys()) paths.add(path);
+  for (const [path, sha] of baseline) {
+    if (blocked.size === 0 && localFiles.get(path)?.sha === sha && remote.get(path)?.sha === sha) continue;
+    paths.add(path);
+  }
+  for (const path of localFiles.keys()) if (!baseline.has(path)) paths.add(path);
+  for (const path of remote.keys()) if (!baseline.has(path)) paths.add(path);
   return [...paths].sort();
 }
 

@@ -544,3 +544,84 @@ export function chooseRead(input: ReadChoiceInput): { kind: 'feed' } | { kind: '
 function doubt(code: FeedDoubtCode, detail: string): { kind: 'doubt'; doubt: FeedDoubt } {
   return { kind: 'doubt', doubt: { code, detail } };
 }
+
+/** A narrower read of the feed, with content: the versions created within the bounds, `count` of them when it was planned. */
+export interface ContentWindow {
+  /** The bounds (inclusive): versions' `created_at` exactly as the service sent them. */
+  createdAtGte: string;
+  createdAtLte: string;
+  count: number;
+  /** Memories whose newest version in the read it would carry the content of. */
+  covers: number;
+}
+
+/**
+ * After a read without content: the stretch of the versions read that, read again with
+ * content (`pageSize` a page), carries what the memories changed in it now hold, when that
+ * costs fewer requests than fetching those memories one by one; `null` when it does not (one
+ * change or none, or changes spread so far back that the pages outnumber them). Pure.
+ *
+ * A memory needs content when its newest version read is not a deletion, not redacted, not
+ * folded in already (`seen`), records a sha other than the one known, and `held` does not have
+ * that sha. The stretch starts at the newest version that needs content and grows back while its
+ * bytes (the versions' `content_size_bytes`) stay within `budgetBytes`; versions at one instant
+ * go in or out together, since the bounds are inclusive.
+ */
+export function contentWindow(
+  state: RemoteFeedState,
+  versions: readonly StoreMemoryVersion[],
+  held: (sha: string) => boolean,
+  pageSize: number,
+  budgetBytes: number,
+): ContentWindow | null {
+  const stamped: Stamped[] = [];
+  const newest = new Map<string, Stamped>();
+  for (const version of versions) {
+    const at = parseTimestamp(version.created_at);
+    if (at === null) return null;
+    const s = { version, at };
+    stamped.push(s);
+    const before = newest.get(version.memory_id);
+    if (!before || at > before.at) newest.set(version.memory_id, s);
+  }
+  const needed = new Set<Stamped>();
+  for (const s of newest.values()) {
+    const { version } = s;
+    if (version.operation === 'deleted' || version.redacted_at !== null || version.content_sha256 === null) continue;
+    if (state.seen.has(version.id) || state.memories.get(version.memory_id)?.sha === version.content_sha256 || held(version.content_sha256)) continue;
+    needed.add(s);
+  }
+  if (needed.size < 2) return null;
+  stamped.sort((a, b) => (a.at > b.at ? -1 : a.at < b.at ? 1 : 0));
+  let best: ContentWindow | null = null;
+  let start = -1;
+  let bytes = 0;
+  let covers = 0;
+  for (let i = 0; i < stamped.length; ) {
+    // Every version at this instant, together.
+    let j = i;
+    let add = 0;
+    let found = 0;
+    while (j < stamped.length && stamped[j]!.at === stamped[i]!.at) {
+      add += stamped[j]!.version.content_size_bytes ?? 0;
+      if (needed.has(stamped[j]!)) found++;
+      j++;
+    }
+    // The stretch starts at the newest instant that needs content: what is newer is not re-read.
+    if (start < 0 && found === 0) {
+      i = j;
+      continue;
+    }
+    if (start < 0) start = i;
+    if (bytes + add > budgetBytes) break;
+    bytes += add;
+    covers += found;
+    const count = j - start;
+    if (found > 0 && Math.ceil(count / pageSize) < covers) {
+      best = { createdAtGte: stamped[i]!.version.created_at, createdAtLte: stamped[start]!.version.created_at, count, covers };
+    }
+    if (covers === needed.size) break;
+    i = j;
+  }
+  return best;
+}

@@ -1,6 +1,7 @@
 import { asStoreError, listAll } from './errors.js';
 import {
   chooseRead,
+  contentWindow,
   emptyFeedState,
   foldVersions,
   forgetMemories,
@@ -23,13 +24,31 @@ import type { StoreClient, StoreMemoryVersion } from './store-client.js';
 import type { Logger } from './types.js';
 import type { TransferSlots } from './fair-slots.js';
 import type { AbsenceEvidence } from './absence.js';
+import { LIST_PAGE_SIZE_WITH_CONTENT, MAX_MEMORY_BYTES } from './limits.js';
+import { CARRY_BUDGET_BYTES } from './scan.js';
+import { sha256Hex } from './sha256.js';
+import { encodeUtf8 } from './utf8.js';
+
+/**
+ * The most versions a feed read takes with their content (the full view: 5 pages of 20, as many
+ * versions as one basic page holds). A read holding more is walked again in basic pages, and
+ * the pulls its content did not cover fetch their memory one by one.
+ */
+export const FEED_CONTENT_MAX_VERSIONS = 100;
+
+/**
+ * Content a read carried, by its sha256 (checked here): a pull of a memory that holds that sha
+ * writes it instead of fetching the memory. Keyed by sha alone, since content is what its hash
+ * names whichever memory or version it came with.
+ */
+export type CarriedRemoteContent = ReadonlyMap<string, string>;
 
 /** How a pass learns the store's side: `auto` (the feed when it can), `full` (list it), `reuse` (what the last pass learned). */
 export type RemoteReadMode = 'auto' | 'full' | 'reuse';
 
 /** Where a pass's view of the store came from. */
 export type RemoteSource =
-  | { kind: 'feed'; versions: number; changed: number }
+  | { kind: 'feed'; versions: number; changed: number; withContent: boolean }
   | { kind: 'listing'; reason: FullListingReason; memories: number }
   | { kind: 'reused' };
 
@@ -81,6 +100,12 @@ export class RemoteView {
   #readThisPass = false;
   /** The pass before this one read the store: a `reuse` read may take what it learned. */
   #reusable = false;
+  /**
+   * Versions the next feed read is expected to hold that are known already, beyond `seen`: this
+   * session's own writes since the last read, and after a listing the memories it showed
+   * changed within the overlap. Many of them make a read with content a waste (see #readFeed).
+   */
+  #knownAhead = 0;
   readonly #deps: RemoteViewDeps;
   readonly #monotonicMs: () => number;
 
@@ -143,6 +168,7 @@ export class RemoteView {
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
     learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Set<string>);
     this.#index = null;
+    this.#knownAhead++;
     // A deletion only inferred from `not_found`: if the answer was spurious, no version will
     // ever bring the memory back into the view, so the next read lists in full.
     if (change.kind === 'deleted' && change.notFound) this.distrust(`memory ${change.memoryId} answered not_found`);
@@ -159,11 +185,11 @@ export class RemoteView {
     caseInsensitive: boolean;
     /** A probe of an unavailable store: a feed read failing `unavailable` is the answer, not a reason to list. */
     probe?: boolean;
-  }): Promise<{ index: RemoteIndex; source: RemoteSource }> {
+  }): Promise<{ index: RemoteIndex; source: RemoteSource; contents: CarriedRemoteContent }> {
     const { logger } = this.#deps;
     if (opts.mode === 'reuse' && this.#reusable) {
       this.#readThisPass = true;
-      return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' } };
+      return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'reused' }, contents: NO_CONTENT };
     }
     const wanted = this.#distrusted !== null ? ('contradicted' as const) : this.#listingWanted !== null ? ('unconfirmed_absence' as const) : null;
     const choice = wanted !== null ? ({ kind: 'full', reason: wanted } as const) : chooseRead({
@@ -176,16 +202,25 @@ export class RemoteView {
     });
     let reason: FullListingReason = choice.kind === 'full' ? choice.reason : 'feed_error';
     let accounted: { versions: StoreMemoryVersion[]; times: ReadTimes; doubt: FeedDoubtCode } | undefined;
+    // Content that came with a feed read stays good through the listing after it: it is matched
+    // by sha, and a memory the listing shows at that sha holds exactly that content.
+    let contents: CarriedRemoteContent = NO_CONTENT;
     if (choice.kind === 'feed') {
       const read = await this.#readFeed(opts.signal, opts.probe === true);
       if (read.kind === 'versions') {
+        contents = read.contents;
+        this.#knownAhead = 0;
         const folded = foldVersions(this.#state, read.versions, read.times);
         if (folded.kind === 'folded') {
           if (folded.changed > 0) this.#index = null;
           this.#state = folded.state;
           this.#passesSinceFull++;
           this.#readThisPass = true;
-          return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'feed', versions: read.versions.length, changed: folded.changed } };
+          return {
+            index: this.#indexed(opts.caseInsensitive),
+            source: { kind: 'feed', versions: read.versions.length, changed: folded.changed, withContent: read.withContent },
+            contents,
+          };
         }
         reason = folded.doubt.code;
         accounted = { versions: read.versions, times: read.times, doubt: folded.doubt.code };
@@ -195,7 +230,7 @@ export class RemoteView {
     const startedMs = this.#monotonicMs();
     const listed = await this.#listFull(opts.signal);
     this.#setFromListing(listed, { startedMs, endedMs: this.#monotonicMs() }, opts.now, accounted);
-    return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'listing', reason, memories: listed.length } };
+    return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'listing', reason, memories: listed.length }, contents };
   }
 
   /**
@@ -221,19 +256,44 @@ export class RemoteView {
     return this.#indexed(caseInsensitive);
   }
 
-  /** One feed read from `since`, bounded by the budget; a failure is a reason to list instead. */
+  /**
+   * One feed read from `since`, bounded by the budget; a failure is a reason to list instead.
+   *
+   * With content (the full view) when few versions are expected: k new versions then cost
+   * ⌈k / 20⌉ requests and no fetch, where basic pages cost ⌈k / 100⌉ and a fetch per memory
+   * pulled. Expected are the versions known already (`seen`, this session's own writes, a
+   * listing's recent changes), which a full read would carry for nothing: with
+   * `FEED_CONTENT_MAX_VERSIONS` of them or more the read is basic from the start. A full read
+   * that finds more than that many stops there, and the feed is walked again in basic pages
+   * (the content already read still rides on its pulls); that walk alone is what is folded.
+   */
   async #readFeed(signal: AbortSignal, probe: boolean): Promise<
-    { kind: 'versions'; versions: StoreMemoryVersion[]; times: ReadTimes } | { kind: 'failed'; reason: FullListingReason }
+    | { kind: 'versions'; versions: StoreMemoryVersion[]; times: ReadTimes; contents: CarriedRemoteContent; withContent: boolean }
+    | { kind: 'failed'; reason: FullListingReason }
   > {
     const { client, storeId, logger, feedBudgetMs } = this.#deps;
     const createdAtGte = formatTimestamp(this.#state.since!);
     // The pass's deadline, or the feed's own budget: a feed that keeps failing must leave the
     // pass time for its full listing.
     const budget = AbortSignal.any([signal, AbortSignal.timeout(feedBudgetMs)]);
+    // The first walk's start: a lower bound on the start of any walk after it, so `since` stays safe.
     const startedMs = this.#monotonicMs();
     try {
+      const contents = new Map<string, string>();
+      if (this.#state.seen.size + this.#knownAhead < LIST_PAGE_SIZE_WITH_CONTENT) {
+        const full = await listAll(() =>
+          client.listVersions!(storeId, { createdAtGte, withContent: true, maxVersions: FEED_CONTENT_MAX_VERSIONS + 1, signal: budget }),
+        );
+        addCarried(contents, full);
+        if (full.length <= FEED_CONTENT_MAX_VERSIONS) {
+          return { kind: 'versions', versions: full, times: { startedMs, endedMs: this.#monotonicMs() }, contents, withContent: true };
+        }
+        logger.debug('change feed holds more versions than a read with content takes; reading it in basic pages', { over: FEED_CONTENT_MAX_VERSIONS });
+      }
       const versions = await listAll(() => client.listVersions!(storeId, { createdAtGte, signal: budget }));
-      return { kind: 'versions', versions, times: { startedMs, endedMs: this.#monotonicMs() } };
+      const times = { startedMs, endedMs: this.#monotonicMs() };
+      await this.#readContentWindow(versions, contents, budget, signal);
+      return { kind: 'versions', versions, times, contents, withContent: false };
     } catch (err) {
       // The pass itself is over: nothing to fall back to.
       if (signal.aborted) throw err;
@@ -254,6 +314,33 @@ export class RemoteView {
     }
   }
 
+  /**
+   * After a basic read: a stretch of it read again with content, when that is cheaper
+   * than fetching what changed in it one memory at a time (`contentWindow`). Only an optimisation:
+   * a failure leaves those memories to be fetched, and the basic read stands as the pass's read.
+   */
+  async #readContentWindow(versions: readonly StoreMemoryVersion[], contents: Map<string, string>, budget: AbortSignal, signal: AbortSignal): Promise<void> {
+    const { client, storeId, logger } = this.#deps;
+    const window = contentWindow(this.#state, versions, (sha) => contents.has(sha), LIST_PAGE_SIZE_WITH_CONTENT, CARRY_BUDGET_BYTES);
+    if (window === null) return;
+    try {
+      // As many versions as the stretch held: never a page more than planned.
+      const read = await listAll(() =>
+        client.listVersions!(storeId, {
+          createdAtGte: window.createdAtGte,
+          createdAtLte: window.createdAtLte,
+          withContent: true,
+          maxVersions: window.count,
+          signal: budget,
+        }),
+      );
+      addCarried(contents, read);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      logger.debug('change feed read with content failed; the changed memories are fetched instead', { error: asStoreError(err).message });
+    }
+  }
+
   #setFromListing(
     listed: readonly ListedMemory[],
     times: ReadTimes,
@@ -261,6 +348,11 @@ export class RemoteView {
     accounted?: { versions: StoreMemoryVersion[]; times: ReadTimes; doubt: FeedDoubtCode },
   ): void {
     this.#state = stateFromListing(this.#state, listed, times, accounted);
+    // The memories the listing shows written since where the next read starts: their versions
+    // come again in it, known already.
+    const since = this.#state.since;
+    this.#knownAhead = 0;
+    if (since !== null) for (const memory of this.#state.memories.values()) if (memory.at !== null && memory.at >= since) this.#knownAhead++;
     this.#distrusted = null;
     this.#listingWanted = null;
     this.#listings++;
@@ -276,5 +368,24 @@ export class RemoteView {
     const index = indexRemote(memories, { caseInsensitiveDisk: caseInsensitive });
     this.#index = { caseInsensitive, index };
     return index;
+  }
+}
+
+const NO_CONTENT: CarriedRemoteContent = new Map();
+
+/**
+ * Adds to `carried` the content versions carry, by sha, where it is what its version says it is:
+ * not redacted, hashing to its `content_sha256`, and within the size a memory file may have (a
+ * larger one is fetched and refused as before, by the pull's own check).
+ */
+function addCarried(carried: Map<string, string>, versions: readonly StoreMemoryVersion[]): void {
+  for (const version of versions) {
+    const { content, content_sha256: sha } = version;
+    if (typeof content !== 'string' || sha === null || version.redacted_at !== null || version.operation === 'deleted') continue;
+    // A character is at least one byte: a longer string is over the limit whatever it holds.
+    if (content.length > MAX_MEMORY_BYTES || carried.has(sha)) continue;
+    const bytes = encodeUtf8(content);
+    if (bytes.byteLength > MAX_MEMORY_BYTES || sha256Hex(bytes) !== sha) continue;
+    carried.set(sha, content);
   }
 }

@@ -114,6 +114,16 @@ export function detectRenames(input: RenameInput): Renames {
 function remoteRenames(input: RenameInput, ontoNewFile: RenameOntoNewFile[]): RemoteRename[] {
   const { baseline, baselineIds, localFiles, remote } = input;
   if (baselineIds.size === 0) return [];
+  // Only a baseline path the store no longer holds can be a rename's source: when it holds
+  // every one (an idle pass), nothing below is built.
+  let moved = false;
+  for (const from of baseline.keys()) {
+    if (!remote.has(from)) {
+      moved = true;
+      break;
+    }
+  }
+  if (!moved) return [];
   // Where each memory is now. An id at two paths (never, from one store) is no one's rename.
   const pathById = new Map<string, string | null>();
   for (const [path, entry] of remote) pathById.set(entry.id, pathById.has(entry.id) ? null : path);

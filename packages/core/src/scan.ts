@@ -5,7 +5,8 @@ import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from './memory-path.js';
 import type { PathReasonCode, Reason } from './reasons.js';
 import type { FileStat } from './file-system.js';
-import type { FolderFile, StoreFolder } from './store-folder.js';
+import type { FolderWatch } from './folder-watch.js';
+import type { FolderFile, StoreFolder, WalkReuse } from './store-folder.js';
 import { isUnsyncedName } from './temp-files.js';
 import { decodeUtf8 } from './utf8.js';
 
@@ -44,6 +45,8 @@ export interface LocalSnapshot {
    * sends those bytes instead of reading the file a second time. Absent when none was asked for.
    */
   carried?: Map<string, CarriedContent>;
+  /** Folders this scan listed; the others it took as the last scan found them (`ScanReuse`). Absent: every folder was listed. */
+  listedFolders?: number;
 }
 
 /**
@@ -111,6 +114,25 @@ const FINE_RACY_WINDOW_MS = 100;
 export function racyWindowMs(ctimeMs: number): number {
   return ctimeMs % 1_000 === 0 ? RACY_WINDOW_MS : FINE_RACY_WINDOW_MS;
 }
+/**
+ * What a scan may take from the last one, folder by folder, where a watch says nothing changed
+ * (folder-watch.ts). Kept by the caller between scans.
+ */
+export interface ScanReuse {
+  watch: FolderWatch;
+  /** False: a full scan, which lists every folder (and keeps the watches going for the next). */
+  trust: boolean;
+  /** What each folder's last listing found, by wire folder. */
+  records: Map<string, FolderRecord>;
+}
+
+/** What one folder's listing gave a scan: its files read, and its entries left alone. */
+export interface FolderRecord {
+  files: string[];
+  blocked: [string, Reason<PathReasonCode>][];
+  notFiles: string[];
+}
+
 /** Files read at once: enough to keep libuv's pool busy, few enough to bound memory (each read is at most 100 kB). */
 const READ_CONCURRENCY = 16;
 
@@ -128,6 +150,7 @@ export async function scanStore(
   carry?: ScanCarry,
   signal?: AbortSignal,
   opts: { unlock?: boolean } = {},
+  reuse?: ScanReuse,
 ): Promise<LocalSnapshot> {
   const snapshot: LocalSnapshot = { root: 'directory', marker: 'missing', files: new Map(), blocked: new Map() };
   const keep = carry && { ...carry, left: carry.budgetBytes, into: (snapshot.carried = new Map()) };
@@ -138,10 +161,24 @@ export async function scanStore(
   const slots = new Semaphore(READ_CONCURRENCY);
   const notFiles = new Set<string>();
   snapshot.notFiles = notFiles;
+  const records = reuse?.records;
+  const visited = new Set<string>();
+  if (reuse) snapshot.listedFolders = 0;
   try {
     await folder.walk(
-      async ({ files, blocked, statFiles }) => {
+      async (visit) => {
         signal?.throwIfAborted();
+        visited.add(visit.wireDir);
+        if (visit.unchanged) {
+          // Nothing changed since its listing (see `replayable`): taken as that scan found it.
+          const record = records!.get(visit.wireDir)!;
+          for (const path of record.files) snapshot.files.set(path, cache.get(path)!.file);
+          for (const [path, why] of record.blocked) snapshot.blocked.set(path, why);
+          for (const path of record.notFiles) notFiles.add(path);
+          return;
+        }
+        const { files, blocked, statFiles } = visit;
+        if (snapshot.listedFolders !== undefined) snapshot.listedFolders++;
         for (const { wirePath, reason, code } of blocked) {
           snapshot.blocked.set(wirePath, { code, detail: reason });
           if (code === 'is_symlink' || code === 'not_regular') notFiles.add(wirePath);
@@ -164,20 +201,67 @@ export async function scanStore(
             );
         });
         await Promise.all(reads);
+        records?.set(visit.wireDir, recordOf(blocked, files, snapshot));
       },
       // The marker is not a memory; temp files of atomic writes (ours, the agent toolset's) are
       // half-written content; conflict copies are kept for a human, never synced. Folders are
       // walked whatever their name.
       (wireDir, entry) => entry.type !== 'directory' && ((wireDir === '' && entry.name === MARKER_FILE) || isUnsyncedName(entry.name)),
-      { unlock: opts.unlock === true },
+      { unlock: opts.unlock === true, ...(reuse && { reuse: walkReuse(reuse, cache) }) },
     );
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
     if (errorCode(err) === 'ENOENT') return { ...snapshot, root: 'missing' };
     snapshot.blocked.set('/', { code: 'unreadable', detail: `folder could not be read (${errorCode(err) ?? String(err)})` });
+  } finally {
+    if (reuse) {
+      reuse.watch.endWalk();
+      for (const wireDir of reuse.records.keys()) if (!visited.has(wireDir)) reuse.records.delete(wireDir);
+    }
   }
   for (const path of cache.keys()) if (!snapshot.files.has(path)) cache.delete(path);
   return snapshot;
+}
+
+/**
+ * The walk's `WalkReuse` for this scan: the watch's word, and the scan's own condition on each
+ * folder (`replayable`). A full scan (`trust` false) takes no folder as it was, but still starts
+ * the watches before each listing, so that the scans after it may.
+ */
+function walkReuse({ watch, trust, records }: ScanReuse, cache: ScanCache): WalkReuse {
+  const ok = (wireDir: string) => replayable(records.get(wireDir), cache);
+  return {
+    listing: (wireDir, dir) => watch.listing(wireDir, dir),
+    listed: (wireDir, walkable, deep) => watch.listed(wireDir, walkable, deep),
+    unchanged: (wireDir, identity) => trust && ok(wireDir) && watch.unchanged(wireDir, identity),
+    unchangedBelow: (wireDir) => trust && watch.unchangedBelow(wireDir, ok),
+    subfolders: (wireDir) => watch.subfolders(wireDir),
+  };
+}
+
+/**
+ * A folder's last listing can stand for it: every file it found is still cached as hashed (so
+ * its sha is the one the scan cache vouches for), and nothing in it was unreadable, which a
+ * moment later may not be (EMFILE, EIO) without any change a watch would see.
+ */
+function replayable(record: FolderRecord | undefined, cache: ScanCache): boolean {
+  if (!record) return false;
+  for (const [, why] of record.blocked) if (why.code === 'unreadable') return false;
+  for (const path of record.files) if (!cache.has(path)) return false;
+  return true;
+}
+
+/** What a listed folder gave the scan, once its files are read. */
+function recordOf(listed: readonly { wirePath: string }[], files: readonly FolderFile[], snapshot: LocalSnapshot): FolderRecord {
+  const record: FolderRecord = { files: [], blocked: [], notFiles: [] };
+  const paths = [...listed.map((entry) => entry.wirePath), ...files.map((file) => file.wirePath)];
+  for (const path of paths) {
+    if (snapshot.files.has(path)) record.files.push(path);
+    const why = snapshot.blocked.get(path);
+    if (why) record.blocked.push([path, why]);
+    if (snapshot.notFiles?.has(path)) record.notFiles.push(path);
+  }
+  return record;
 }
 
 /** A scan's `ScanCarry` with what is left of its budget and where the content goes. */

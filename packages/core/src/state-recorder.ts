@@ -76,7 +76,9 @@ export class MountRecord {
     if (this.phase === 'mounted' && state) {
       for (const [path, sha] of [...state.baseline].sort(byKey)) {
         baseline[path] = sha;
-        const id = this.#idByPath.get(path);
+        // What a store answer named last, else what the engine settled on: a memory pulled with
+        // the feed's content was never fetched, so no answer named it.
+        const id = this.#idByPath.get(path) ?? state.baselineIds.get(path);
         if (id !== undefined) memoryIds[path] = id;
       }
       for (const [path, sha] of state.unknownWrites) unsettled[path] = sha;

@@ -113,6 +113,14 @@ export interface StoreMemoryVersion {
   created_at: string;
   /** When the version was redacted (RFC 3339), `null` if it was not. */
   redacted_at: string | null;
+  /**
+   * The content as of this version, only when asked for (`withContent`); `null` for `deleted`
+   * and for a redacted version. A client may leave it out even when asked: the engine then
+   * fetches the memory.
+   */
+  content?: string | null;
+  /** Its size in bytes, when the service sent it; `null` for `deleted` and for a redacted version. */
+  content_size_bytes?: number | null;
 }
 
 /** Filters of `StoreClient.listVersions`; every one given must hold. */
@@ -125,6 +133,17 @@ export interface StoreListVersionsOptions {
   memoryId?: string;
   /** Only versions recording this kind of change. */
   operation?: StoreMemoryVersionOperation;
+  /**
+   * Each version with its `content` (the service's `view=full`, at most 20 versions a page
+   * instead of 100). A client may ignore it; the engine then fetches what it pulls.
+   */
+  withContent?: boolean;
+  /**
+   * At most this many versions are yielded, and no page is read after the one holding the last
+   * of them. A caller that asks for one more than it wants learns that the walk was cut short
+   * from receiving that one. A client may ignore it and yield every version.
+   */
+  maxVersions?: number;
   /** Aborting fails the walk with `unavailable`, between pages or during one. */
   signal?: AbortSignal;
 }

@@ -86,6 +86,30 @@ export interface FolderVisit {
   blocked: { wirePath: string; reason: string; code: PathReasonCode }[];
   /** lstat of each of `files`, in order, all at once through the folder's handle (`FileSystem.lstatAll`); null when gone. */
   statFiles(): Promise<(FileStat | null)[]>;
+  /**
+   * The walk did not list this folder: `WalkReuse` says nothing changed in it since it was last
+   * listed, and the caller takes what it found then (`files` and `blocked` are empty).
+   */
+  unchanged?: true;
+}
+
+/**
+ * What lets a walk visit a folder as it was last listed instead of listing it (folder-watch.ts,
+ * through scan.ts). A hint only: the walk never skips a check because of it, it only lists
+ * fewer folders, and a folder it says nothing about is listed as always. Keys are wire folders
+ * (`/` the root).
+ */
+export interface WalkReuse {
+  /** `wireDir`, opened as `dir`, is about to be listed. */
+  listing(wireDir: string, dir: DirHandle): void;
+  /** What its listing found below it: the subfolders walked and those too deep to be (wire paths). */
+  listed(wireDir: string, walkable: readonly string[], deep: readonly string[]): void;
+  /** Nothing changed in `wireDir`, opened now as `identity`, since its last listing: it is visited as it was. */
+  unchanged(wireDir: string, identity: { dev: number; ino: number }): boolean;
+  /** Below a folder visited as it was: `wireDir` and all under it unchanged too, so none of it is even opened. */
+  unchangedBelow(wireDir: string): boolean;
+  /** The subfolders of `wireDir` at its last listing. */
+  subfolders(wireDir: string): { walkable: readonly string[]; deep: readonly string[] };
 }
 
 const DIR_MODE = 0o700;
@@ -569,8 +593,12 @@ export class StoreFolder {
    * back owner access (`FileSystem.grantOwnerAccess`) and tried once more: a folder the agent
    * locked is read, not left unread for ever.
    */
-  walk(visit: (folder: FolderVisit) => Promise<void>, skip: (wireDir: string, entry: DirEntry) => boolean, opts: { unlock?: boolean } = {}): Promise<void> {
-    return this.#act(() => this.#walkFolder(this.#root, '', visit, skip, opts.unlock === true));
+  walk(
+    visit: (folder: FolderVisit) => Promise<void>,
+    skip: (wireDir: string, entry: DirEntry) => boolean,
+    opts: { unlock?: boolean; reuse?: WalkReuse } = {},
+  ): Promise<void> {
+    return this.#act(() => this.#walkFolder(this.#root, '', visit, skip, opts.unlock === true, opts.reuse));
   }
 
   async #walkFolder(
@@ -579,12 +607,29 @@ export class StoreFolder {
     visit: (folder: FolderVisit) => Promise<void>,
     skip: (wireDir: string, entry: DirEntry) => boolean,
     unlock: boolean,
+    reuse: WalkReuse | undefined,
   ): Promise<void> {
-    await this.#verify(dir, wireDir || '/');
+    const key = wireDir || '/';
+    if (reuse?.unchanged(key, dir)) {
+      // As last listed: its subfolders are walked from that listing, each opened from this
+      // handle unless it too (and all below it) is unchanged.
+      await visit(unchangedVisit(key));
+      const { walkable, deep } = reuse.subfolders(key);
+      for (const wirePath of deep) await visit(tooDeep(wirePath));
+      for (const wirePath of walkable) {
+        if (reuse.unchangedBelow(wirePath)) await replay(wirePath, visit, reuse);
+        else await this.#walkChild(dir, wirePath, visit, skip, unlock, reuse);
+      }
+      return;
+    }
+    // Before the listing: whatever changes from here on is noticed.
+    reuse?.listing(key, dir);
+    await this.#verify(dir, key);
     const entries = await this.#list(dir);
     const names: string[] = [];
-    const folder: FolderVisit = { wireDir: wireDir || '/', files: [], blocked: [], statFiles: () => this.#statIn(dir, wireDir || '/', names) };
-    const subfolders: DirEntry[] = [];
+    const folder: FolderVisit = { wireDir: key, files: [], blocked: [], statFiles: () => this.#statIn(dir, key, names) };
+    const walkable: string[] = [];
+    const deep: string[] = [];
     for (const entry of entries) {
       const wirePath = `${wireDir}/${entry.name}`;
       if (entry.notUtf8) {
@@ -592,7 +637,9 @@ export class StoreFolder {
         continue;
       }
       if (skip(wireDir, entry)) continue;
-      if (entry.type === 'directory') subfolders.push(entry);
+      // Nothing below a folder past the limits can be a memory: not walked, so a chain of
+      // folders thousands deep costs one entry, not memory and descriptors per level.
+      if (entry.type === 'directory') (beyondAnyMemoryPath(wirePath) ? deep : walkable).push(wirePath);
       else if (entry.type === 'file') {
         folder.files.push(this.#fileIn(dir, entry.name, wirePath, unlock));
         names.push(entry.name);
@@ -600,35 +647,41 @@ export class StoreFolder {
       else if (entry.type === 'symlink') folder.blocked.push({ wirePath, reason: 'is a symlink', code: 'is_symlink' });
       else folder.blocked.push({ wirePath, reason: 'is not a regular file', code: 'not_regular' });
     }
+    reuse?.listed(key, walkable, deep);
     await visit(folder);
-    for (const entry of subfolders) {
-      const wirePath = `${wireDir}/${entry.name}`;
-      if (beyondAnyMemoryPath(wirePath)) {
-        // Nothing in it can be a memory: not walked, so a chain of folders thousands deep costs
-        // one entry, not memory and descriptors per level.
-        await visit(blockedOnly(wirePath, 'is deeper or longer than any memory path can be; not read', 'too_deep'));
-        continue;
-      }
-      let child: DirHandle;
-      try {
-        child = await this.#openChild(dir, entry.name, wirePath, unlock);
-      } catch (err) {
-        if (errorCode(err) === 'ENOENT') continue; // removed while walking: simply gone
-        const reason = err instanceof FolderRefusal ? err.detail : `folder could not be read (${errorCode(err) ?? String(err)})`;
-        // A folder listed as one but refused at its open changed between the two steps.
-        const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
-        await visit(blockedOnly(wirePath, reason, code));
-        continue;
-      }
-      try {
-        await this.#walkFolder(child, wirePath, visit, skip, unlock);
-      } catch (err) {
-        if (errorCode(err) === 'ENOENT') continue;
-        const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
-        await visit(blockedOnly(wirePath, reason, err instanceof FolderRefusal ? 'swapped' : 'unreadable'));
-      } finally {
-        await child.close();
-      }
+    for (const wirePath of deep) await visit(tooDeep(wirePath));
+    for (const wirePath of walkable) await this.#walkChild(dir, wirePath, visit, skip, unlock, reuse);
+  }
+
+  /** A subfolder of `dir`, opened from its handle and walked; one that cannot be is visited as an entry left alone. */
+  async #walkChild(
+    dir: DirHandle,
+    wirePath: string,
+    visit: (folder: FolderVisit) => Promise<void>,
+    skip: (wireDir: string, entry: DirEntry) => boolean,
+    unlock: boolean,
+    reuse: WalkReuse | undefined,
+  ): Promise<void> {
+    const name = wirePath.slice(wirePath.lastIndexOf('/') + 1);
+    let child: DirHandle;
+    try {
+      child = await this.#openChild(dir, name, wirePath, unlock);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return; // removed while walking: simply gone
+      const reason = err instanceof FolderRefusal ? err.detail : `folder could not be read (${errorCode(err) ?? String(err)})`;
+      // A folder listed as one but refused at its open changed between the two steps.
+      const code = err instanceof FolderRefusal ? 'swapped' : 'unreadable';
+      await visit(blockedOnly(wirePath, reason, code));
+      return;
+    }
+    try {
+      await this.#walkFolder(child, wirePath, visit, skip, unlock, reuse);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return;
+      const reason = err instanceof FolderRefusal ? 'changed while being read' : `folder could not be read (${errorCode(err) ?? String(err)})`;
+      await visit(blockedOnly(wirePath, reason, err instanceof FolderRefusal ? 'swapped' : 'unreadable'));
+    } finally {
+      await child.close();
     }
   }
 
@@ -945,6 +998,24 @@ interface OpenedParent {
 /** A folder at `wirePath` cannot hold a memory: every path inside it breaks the service's path limits. */
 function beyondAnyMemoryPath(wirePath: string): boolean {
   return pathSegments(wirePath).length >= MAX_PATH_SEGMENTS || Buffer.byteLength(wirePath) >= MAX_PATH_BYTES;
+}
+
+/** A folder too deep or long to hold any memory: an entry left alone, never opened. */
+function tooDeep(wirePath: string): FolderVisit {
+  return blockedOnly(wirePath, 'is deeper or longer than any memory path can be; not read', 'too_deep');
+}
+
+/** A folder visited as it was last listed: the caller takes what it found then. */
+function unchangedVisit(wireDir: string): FolderVisit {
+  return { wireDir, files: [], blocked: [], statFiles: async () => [], unchanged: true };
+}
+
+/** `wireDir` and everything below it as last listed, visited as it was; no I/O. */
+async function replay(wireDir: string, visit: (folder: FolderVisit) => Promise<void>, reuse: WalkReuse): Promise<void> {
+  await visit(unchangedVisit(wireDir));
+  const { walkable, deep } = reuse.subfolders(wireDir);
+  for (const wirePath of deep) await visit(tooDeep(wirePath));
+  for (const wirePath of walkable) await replay(wirePath, visit, reuse);
 }
 
 /** A folder of the walk that is only an entry left alone: not entered, nothing in it described. */

@@ -9,10 +9,10 @@ import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type 
 import { baselineIdsAfter } from './renames.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
-import { alignLocalCase, indexRemote } from './remote-index.js';
-import { RemoteView, type RemoteReadMode } from './remote-view.js';
+import { alignLocalCase, indexRemote, type RemoteIndex } from './remote-index.js';
+import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from './remote-view.js';
 import type { PathReport, StoreSyncReport } from './reports.js';
-import { CARRY_BUDGET_BYTES, scanStore, type LocalSnapshot } from './scan.js';
+import { CARRY_BUDGET_BYTES, scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from './scan.js';
 import { emptyPassReport, settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
 import type { StoreFolder } from './store-folder.js';
@@ -22,6 +22,8 @@ import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import type { StoreEvents } from './events.js';
 import { WarningDigest, type PathWarning } from './warning-digest.js';
+import type { FileSystem } from './file-system.js';
+import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from './folder-watch.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
@@ -54,6 +56,12 @@ export interface StoreSyncDeps {
   folderRecreated?: () => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
+  /**
+   * The filesystem's folder watch (`FileSystem.watchDir`), when it has one: ordinary passes then
+   * list only the folders it says changed, with a full scan every `FULL_SCAN_EVERY_PASSES`
+   * passes or `FULL_SCAN_EVERY_MS`. Absent: every scan lists every folder.
+   */
+  watchDir?: FileSystem['watchDir'];
 }
 
 export interface PassOptions {
@@ -131,6 +139,22 @@ export class StoreSync {
   readonly #blockedWarnings: WarningDigest;
   /** Transfer failures and refusals, said the same way: a failure every pass is not a line every pass. */
   readonly #transferWarnings: WarningDigest;
+  /** Which folders changed since the last scan, when the filesystem can watch; `null`: every scan is full. */
+  readonly #watch: FolderWatch | null;
+  /** What each folder's last listing found, for scans that take a folder as it was. */
+  readonly #folderRecords = new Map<string, FolderRecord>();
+  /** Scans since the last full one, and when (the mounter's clock) that was; `null`: none yet. */
+  #scansSinceFull = 0;
+  #lastFullScanAt: number | null = null;
+  /**
+   * Set by a pass that found every path unchanged on both sides and nothing else to say (see
+   * `#isQuiet`): the remote index it planned from and the state it left. A later pass whose scan
+   * listed no folder, whose read of the store returned that very index, and that finds the state
+   * still those very maps, would plan, apply and settle nothing again: it skips all three.
+   */
+  #quiet: QuietPass | null = null;
+  /** The state's baseline map the last scan kept a copy of, and that copy (see `keepScan`). */
+  #keptBaseline: { of: ReadonlyMap<string, string>; copy: ReadonlyMap<string, string> } | null = null;
 
   constructor(
     readonly mount: MountedStore,
@@ -149,10 +173,39 @@ export class StoreSync {
       feedBudgetMs: deps.feedBudgetMs ?? DEFAULT_FEED_BUDGET_MS,
       pool: this.#pool,
     });
+    this.#watch = deps.watchDir ? new FolderWatch(deps.watchDir) : null;
   }
 
   get folder(): StoreFolder {
     return this.#folder;
+  }
+
+  /** Every folder watch stops (the folder is closed or removed): later scans, if any, are full. */
+  stopWatching(): void {
+    this.#watch?.close();
+    this.#folderRecords.clear();
+  }
+
+  /**
+   * What this pass's scan may take from the last one. A full scan (no watch to trust) at the
+   * final passes (finalize, recovery: `rereadUnreadable`, push-only, a full listing asked for),
+   * on the cadence, and when no scan has been full yet; else the watch says which folders to
+   * list. Either way the watches go on, started before each folder's listing.
+   */
+  #scanReuse(opts: PassOptions): ScanReuse | undefined {
+    if (!this.#watch) return undefined;
+    const final = opts.pushOnly || opts.rereadUnreadable === true || opts.remote === 'full';
+    const due =
+      this.#lastFullScanAt === null ||
+      this.#scansSinceFull + 1 >= FULL_SCAN_EVERY_PASSES ||
+      opts.now - this.#lastFullScanAt >= FULL_SCAN_EVERY_MS;
+    const trust = !final && !due;
+    if (trust) this.#scansSinceFull++;
+    else {
+      this.#scansSinceFull = 0;
+      this.#lastFullScanAt = opts.now;
+    }
+    return { watch: this.#watch, trust, records: this.#folderRecords };
   }
 
   /**
@@ -182,10 +235,12 @@ export class StoreSync {
     const before = new Map([...(this.#clearedBaseline ?? []), ...this.state.baseline]);
     this.#clearedBaseline = before.size > 0 ? before : null;
     this.state.baseline.clear();
+    this.#keptBaseline = null;
     this.state.baselineIds.clear();
     this.state.missingSince.clear();
     this.state.absentFrom.clear();
     this.state.scanCache.clear();
+    this.#quiet = null;
     this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
@@ -266,6 +321,7 @@ export class StoreSync {
     this.state.missingSince.clear();
     this.state.absentFrom.clear();
     this.state.scanCache.clear();
+    this.#quiet = null;
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     this.#folder.release();
   }
@@ -325,8 +381,17 @@ export class StoreSync {
     opts.signal.throwIfAborted();
 
     // The content of files that differ from the baseline rides to their pushes: read once a pass.
-    const scan = () =>
-      scanStore(
+    // Events already queued for the watch are taken first (two turns of the event loop, each
+    // reading what the kernel queued); one that comes later marks its folder for the next pass,
+    // as a change made after the scan would.
+    const reuse = this.#scanReuse(opts);
+    if (reuse?.trust) for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+    let first = true;
+    const scan = () => {
+      // A scan taken again (rereadUnreadable) lists every folder: that is what it is for.
+      const thisReuse = first ? reuse : reuse && { ...reuse, trust: false };
+      first = false;
+      return scanStore(
         this.#folder,
         mount.memoryStoreId,
         state.scanCache,
@@ -335,7 +400,9 @@ export class StoreSync {
         // Final syncs only (finalize, recover): the folder is removed next, and what the agent
         // locked is read rather than kept unread for ever.
         { unlock: opts.rereadUnreadable === true },
+        thisReuse,
       );
+    };
     let scanned = await scan();
     // A read-only store's local content is never pushed: what it could not read costs nothing.
     if (opts.rereadUnreadable && mount.access === 'read_write') {
@@ -349,8 +416,9 @@ export class StoreSync {
     let snapshot = this.inStoreSpelling(scanned, state.baseline.keys());
     // Files already known missing (deletion candidates) are not expected on disk: a folder
     // emptied one deletion at a time is not a wipe.
-    const expectedOnDisk = [...state.baseline.keys()].filter((path) => !state.missingSince.has(path));
-    const verdict = assessFolder(snapshot, new Set(expectedOnDisk), new Set(expectedOnDisk.map((path) => state.baseline.get(path)!)));
+    // Built only when some are known missing, and the shas only when no baseline file is left.
+    const expectedOnDisk = state.missingSince.size === 0 ? state.baseline : new Set([...state.baseline.keys()].filter((path) => !state.missingSince.has(path)));
+    const verdict = assessFolder(snapshot, expectedOnDisk, () => new Set([...expectedOnDisk.keys()].map((path) => state.baseline.get(path)!)));
     switch (verdict.kind) {
       case 'distrusted':
         state.distrusted = verdict.reason;
@@ -408,16 +476,27 @@ export class StoreSync {
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
     report.read = read.source;
-    const { remote, skipped } = read.index;
+    const quiet = this.#quiet;
+    this.#quiet = null;
+    if (quiet && !opts.pushOnly && this.#clearedBaseline === null && scanned.listedFolders === 0 && snapshot.marker === 'ok' && snapshot.blocked.size === 0 && sameQuiet(quiet, read.index, state)) {
+      // Nothing listed, nothing read: the same files, the same memories, the same state as the
+      // pass that found all of them unchanged. Its plan was empty; this one's would be too.
+      this.#quiet = quiet;
+      return;
+    }
+    const { skipped } = read.index;
+    const remote = withCarriedContent(read.index.remote, read.contents);
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
     for (const entry of skipped) {
       report.skippedPaths.push(entry);
       this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
     }
 
-    const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-    state.unknownWrites = unknownWrites;
+    if (state.unknownWrites.size > 0) {
+      const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
+      state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
+      state.unknownWrites = unknownWrites;
+    }
     if (this.#clearedBaseline) this.#clearedBaseline = this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
     const full = planStore({
       access: mount.access,
@@ -448,6 +527,7 @@ export class StoreSync {
     // Files kept whose memories one listing missed, and that no `get` settled (too many at once,
     // no id, the get failed): the next read lists in full, and a path missing from that listing
     // too is deleted then (absence.ts). A flush deletes nothing, so it does not ask for one.
+    if (!opts.pushOnly && isQuiet(full, report, snapshot, read.index, state)) this.#quiet = quietOf(read.index, state);
     if (!opts.pushOnly && state.absentFrom.size > 0) {
       this.#remote.wantListing(`${state.absentFrom.size} memories missing from one listing`);
       logger.info('files kept: their memories were missing from one listing; the next pass lists the store again to confirm', {
@@ -523,6 +603,7 @@ export class StoreSync {
       const agreed = before.get(action.path);
       if (agreed !== undefined && remote.get(action.path)?.sha === agreed && !this.state.baseline.has(action.path)) {
         this.state.baseline.set(action.path, agreed);
+        this.#keptBaseline = null;
       }
     }
   }
@@ -544,14 +625,20 @@ export class StoreSync {
     const waiting = new Map<string, string>();
     for (const [path, agreed] of cleared) {
       if (this.state.baseline.has(path) || remote.get(path)?.sha !== agreed) continue;
-      if (files.has(path)) this.state.baseline.set(path, agreed);
-      else waiting.set(path, agreed);
+      if (files.has(path)) {
+        this.state.baseline.set(path, agreed);
+        this.#keptBaseline = null;
+      } else waiting.set(path, agreed);
     }
     return waiting.size > 0 ? waiting : null;
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
-    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: new Map(baseline) };
+    // The copy of a baseline map not changed since it was last copied is that copy: settle
+    // replaces the map whenever it moves, and every change in place forgets it (`#keptBaseline`).
+    const copy = baseline === this.#keptBaseline?.of ? this.#keptBaseline.copy : new Map(baseline);
+    this.#keptBaseline = baseline === this.state.baseline ? { of: baseline, copy } : null;
+    this.lastScan = { files: snapshot.files, blocked: snapshot.blocked, baseline: copy };
   }
 
   /** On a case-insensitive disk, local paths renamed to the spelling of the memories they hold. */
@@ -582,6 +669,67 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** What `#quiet` keeps: the index planned from, and the maps of the state as that pass left them. */
+interface QuietPass {
+  index: RemoteIndex;
+  maps: readonly ReadonlyMap<string, unknown>[];
+}
+
+/** The state's maps a plan reads, in a fixed order. */
+const planMaps = (state: SyncState): ReadonlyMap<string, unknown>[] => [
+  state.baseline,
+  state.baselineIds,
+  state.missingSince,
+  state.absentFrom,
+  state.refused,
+  state.unknownWrites,
+];
+
+function quietOf(index: RemoteIndex, state: SyncState): QuietPass {
+  return { index, maps: planMaps(state) };
+}
+
+/** The same index object and the very same state maps (settle replaces them whenever it runs). */
+function sameQuiet(quiet: QuietPass, index: RemoteIndex, state: SyncState): boolean {
+  const maps = planMaps(state);
+  return quiet.index === index && maps.every((map, i) => map === quiet.maps[i]);
+}
+
+/**
+ * A pass with nothing to do and nothing to say: every baseline path held by a file and a
+ * memory of the baseline's sha, no other path on either side, nothing blocked, skipped, missing,
+ * refused or of unknown outcome, and a plan and report that are empty. Time cannot change what
+ * such a pass plans (only new files wait to settle, only missing files wait out a grace).
+ */
+function isQuiet(plan: Plan, report: StoreSyncReport, snapshot: LocalSnapshot, index: RemoteIndex, state: SyncState): boolean {
+  if (plan.transfers.length + plan.baselineOnly.length + plan.reportOnly.length + plan.skipped.length + plan.pendingDeletions.length > 0) return false;
+  if (plan.missingSince.size + plan.absentFrom.size > 0 || index.skipped.length > 0 || snapshot.blocked.size > 0 || snapshot.marker !== 'ok') return false;
+  if (state.missingSince.size + state.absentFrom.size + state.unknownWrites.size > 0) return false;
+  if (report.errors.length + report.skippedPaths.length + report.pulled.length + report.pushed.length > 0) return false;
+  const { baseline } = state;
+  const local = snapshot.files;
+  const remote = index.remote;
+  if (local.size !== baseline.size || remote.size !== baseline.size) return false;
+  for (const [path, sha] of baseline) if (local.get(path)?.sha !== sha || remote.get(path)?.sha !== sha) return false;
+  return true;
+}
+
+/**
+ * The remote side with the content the read carried riding on each memory that holds it, so its
+ * pull writes that instead of fetching the memory. A copy: the view's index is kept across passes.
+ */
+function withCarriedContent(remote: ReadonlyMap<string, RemoteEntry>, contents: CarriedRemoteContent): ReadonlyMap<string, RemoteEntry> {
+  if (contents.size === 0) return remote;
+  let out: Map<string, RemoteEntry> | undefined;
+  for (const [path, entry] of remote) {
+    const content = contents.get(entry.sha);
+    if (content === undefined) continue;
+    out ??= new Map(remote);
+    out.set(path, { ...entry, content });
+  }
+  return out ?? remote;
 }
 
 /** The scan could not read a file, a folder, or the marker (a read error, not a link or a bad name). */

@@ -91,7 +91,7 @@ describe('incremental sync through the change feed', () => {
     expect(ops(client, before)).toEqual(['listVersions']);
   });
 
-  it('a remote change costs one feed page and one fetch; a rename and a delete none more', async () => {
+  it('a remote change costs one feed page, its content with it; a rename and a delete none more', async () => {
     const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
     // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
     await m.reconcile({ force: true });
@@ -101,8 +101,9 @@ describe('incremental sync through the change feed', () => {
     client.deleteMemory(STORE, '/d/c.md');
     const before = client.requests.length;
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
-    // The renamed memory is moved on disk, not fetched again.
-    expect(ops(client, before).sort()).toEqual(['get', 'listVersions']);
+    // The changed memory's content came with the feed (the full view); the renamed one is moved
+    // on disk, not fetched again.
+    expect(client.requests.slice(before)).toMatchObject([{ op: 'listVersions', withContent: true }]);
     expect(report.pulled).toEqual(['/a.md']);
     expect(report.renamed).toEqual([{ from: '/b.md', to: '/e/b.md', side: 'local' }]);
     expect(report.deletedLocal).toEqual(['/d/c.md']);
@@ -155,7 +156,8 @@ describe('incremental sync through the change feed', () => {
       client.writeMemory(STORE, '/a.md', 'second'); // same instant
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
-      expect(ops(client, before)).toEqual(['listVersions', 'list', 'get']);
+      // The feed's content rides through the listing its doubt called for: matched by sha.
+      expect(ops(client, before)).toEqual(['listVersions', 'list']);
       expect(report.pulled).toEqual(['/a.md']);
       expect(await file('/a.md')).toBe('second');
       // The tied versions are still within the overlap: they are known now, and cause no second listing.
@@ -215,7 +217,7 @@ describe('incremental sync through the change feed', () => {
       client.writeMemory(STORE, '/new.md', 'modified');
       const before = client.requests.length;
       const report = (await m.reconcile({ force: true }))!.stores[0]!;
-      expect(ops(client, before)).toEqual(['listVersions', 'list', 'get']);
+      expect(ops(client, before)).toEqual(['listVersions', 'list']);
       expect(report.pulled).toEqual(['/new.md']);
       expect(await file('/new.md')).toBe('modified');
     });
@@ -269,7 +271,7 @@ describe('incremental sync through the change feed', () => {
       client.writeMemory(STORE, '/a.md', 'alpha 3');
       const next = client.requests.length;
       await m.reconcile({ force: true });
-      expect(ops(client, next)).toEqual(['listVersions', 'get']);
+      expect(ops(client, next)).toEqual(['listVersions']);
       expect(await file('/a.md')).toBe('alpha 3');
       expect(h.logger.lines.filter((l) => /change feed not available/.test(l.msg))).toEqual([]);
     });

@@ -103,6 +103,9 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
   it('a store client throwing a plain Error is recorded as a store error (unavailable), not a disk one', async () => {
     const m = await h.mountNotes({}, { '/a.md': 'a' });
     h.client.writeMemory(STORE, '/a.md', 'changed');
+    // A feed without content: the pull fetches the memory, and that fetch fails.
+    const listVersions = h.client.listVersions.bind(h.client);
+    h.client.listVersions = (storeId, opts) => listVersions(storeId, { ...opts, withContent: false });
     h.client.get = () => Promise.reject(new Error('socket hang up'));
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.errors).toMatchObject([{ path: '/a.md', operation: 'pull', kind: 'unavailable' }]);

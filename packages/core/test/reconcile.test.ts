@@ -36,14 +36,14 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     expect(h.client.snapshot(STORE)['/new/deep/c.md']).toBe('gamma');
   });
 
-  it('pulls a remote edit and a new remote memory, fetching only those', async () => {
+  it('pulls a remote edit and a new remote memory, their content with the feed read: no fetch', async () => {
     const m = await h.mountNotes({}, FILES);
     h.client.writeMemory(STORE, '/a.md', 'alpha from elsewhere');
     h.client.writeMemory(STORE, '/e/f.md', 'new');
     const gets = h.client.count('get');
     const report = await m.reconcile({ force: true });
     expect(report!.stores[0]!.pulled.sort()).toEqual(['/a.md', '/e/f.md']);
-    expect(h.client.count('get') - gets).toBe(2);
+    expect(h.client.count('get') - gets).toBe(0);
     expect(await h.read(`${dir}/a.md`)).toBe('alpha from elsewhere');
     expect(await h.read(`${dir}/e/f.md`)).toBe('new');
   });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoreMemoryVersion } from '@memory-mounter/core';
 import {
   chooseRead,
+  contentWindow,
   emptyFeedState,
   FEED_OVERLAP_MS,
   foldVersions,
@@ -477,3 +478,60 @@ function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
 }
+
+describe('contentWindow: which stretch of a basic read to read again with content', () => {
+  const none = () => false;
+  const sized = (version: StoreMemoryVersion, bytes = 1_000) => ({ ...version, content_size_bytes: bytes });
+  // mem_c .. mem_f are new memories, each created once, 10 ms apart after 100.
+  const created = (n: number, from = 0) =>
+    Array.from({ length: n }, (_, i) => sized(v(`vn${from + i}`, `mem_n${from + i}`, 'created', `/n${from + i}.md`, `N${from + i}`, 100 + 10 * (from + i))));
+
+  it('none for one change or none: a get costs what a read does', () => {
+    expect(contentWindow(state(), [], none, 20, 1e9)).toBeNull();
+    expect(contentWindow(state(), created(1), none, 20, 1e9)).toBeNull();
+  });
+
+  it('from the newest change back to the oldest, both bounds inclusive and exactly as sent', () => {
+    const versions = created(5);
+    expect(contentWindow(state(), versions, none, 20, 1e9)).toEqual({ createdAtGte: iso(100), createdAtLte: iso(140), count: 5, covers: 5 });
+  });
+
+  it('what needs no content is not counted: known at that sha, seen, deleted, redacted, held already', () => {
+    const versions = [
+      ...created(3),
+      sized(v('va1', 'mem_a', 'created', '/a.md', 'A1', 0)), // the state known
+      sized(v('vb2', 'mem_b', 'deleted', '/d/b.md', null, 200)),
+      sized(v('vx', 'mem_x', 'created', '/x.md', 'X', 210, true)),
+    ];
+    const seen = new Map([['vn0', ns(100)]]);
+    const held = (sha: string) => sha === 'N1';
+    // Only mem_n2 needs content: one change, a get is as cheap.
+    expect(contentWindow(state({ seen }), versions, held, 20, 1e9)).toBeNull();
+    expect(contentWindow(state({ seen }), versions, none, 20, 1e9)).toEqual({ createdAtGte: iso(110), createdAtLte: iso(120), count: 2, covers: 2 });
+  });
+
+  it('only the newest version of a memory decides; versions of others in between are counted as read', () => {
+    const versions = [
+      sized(v('vc1', 'mem_c', 'created', '/c.md', 'C1', 100)),
+      sized(v('vc2', 'mem_c', 'modified', '/c.md', 'C2', 300)),
+      sized(v('vd1', 'mem_d', 'created', '/d.md', 'D1', 200)),
+      sized(v('va2', 'mem_a', 'modified', '/a.md', 'A1', 250)), // same sha as known: no content needed
+    ];
+    expect(contentWindow(state(), versions, none, 20, 1e9)).toEqual({ createdAtGte: iso(200), createdAtLte: iso(300), count: 3, covers: 2 });
+  });
+
+  it('grows back while the bytes stay within the budget; versions at one instant go together', () => {
+    const versions = [...created(4), sized(v('vt', 'mem_t', 'created', '/t.md', 'T', 130), 1_000)];
+    // Newest first: 130 holds two versions (vn3 and vt), 2,000 bytes; then 120, 110, 100.
+    expect(contentWindow(state(), versions, none, 20, 3_500)).toEqual({ createdAtGte: iso(120), createdAtLte: iso(130), count: 3, covers: 3 });
+    expect(contentWindow(state(), versions, none, 20, 1_500)).toBeNull();
+  });
+
+  it('none when the pages would outnumber the changes they carry', () => {
+    // Two changes 60 versions apart: 3 pages of 20 for 2 gets' worth.
+    const filler = Array.from({ length: 60 }, (_, i) => sized(v(`vf${i}`, 'mem_a', 'modified', '/a.md', 'A1', 1_000 + i)));
+    const versions = [sized(v('vc', 'mem_c', 'created', '/c.md', 'C', 900)), ...filler, sized(v('vd', 'mem_d', 'created', '/d.md', 'D', 2_000))];
+    expect(contentWindow(state(), versions, none, 20, 1e9)).toBeNull();
+    expect(contentWindow(state(), versions, none, 100, 1e9)).toEqual({ createdAtGte: iso(900), createdAtLte: iso(2_000), count: 62, covers: 2 });
+  });
+});

@@ -24,6 +24,8 @@ export class FaultyFileSystem implements FileSystem {
   readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
   /** Present when `inner` has it, and then faultable like the rest (a fault names `from`, as for `rename`). */
   readonly link?: (from: string, to: string) => Promise<void>;
+  /** Present when `inner` has it, and then faultable like the rest (a fault: the watch cannot start). */
+  readonly watchDir?: FileSystem['watchDir'];
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);
@@ -38,6 +40,13 @@ export class FaultyFileSystem implements FileSystem {
       this.link = async (from, to) => {
         this.#inject('link', from);
         return link(from, to);
+      };
+    }
+    const watchDir = inner.watchDir?.bind(inner);
+    if (watchDir) {
+      this.watchDir = (path, onEvent) => {
+        this.#inject('watchDir', path);
+        return watchDir(path, onEvent);
       };
     }
     const readLink = inner.readLinkSync?.bind(inner);

@@ -28,6 +28,8 @@ export interface StoreRequest {
   path?: string;
   /** `1` for a `listFolder` page; absent for every other request. */
   depth?: number;
+  /** A `listVersions` page read with content (the full view); absent for every other request. */
+  withContent?: true;
   /** `now()` when the request was sent. */
   at: number;
 }
@@ -144,8 +146,9 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
   }
 
   /**
-   * The store's memory versions, newest first, one request per page of 100 (see
-   * `StoreClient.listVersions`). A malformed timestamp is `rejected`, as the service's 400 is.
+   * The store's memory versions, newest first, one request per page of 100, or of 20 with
+   * `withContent` (see `StoreClient.listVersions`); no page is read once `maxVersions` are
+   * yielded. A malformed timestamp is `rejected`, as the service's 400 is.
    */
   async *listVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
     const query = {
@@ -154,12 +157,22 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
       ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }),
       ...(opts.operation !== undefined && { operation: opts.operation }),
     };
+    const withContent = opts.withContent ?? false;
+    const maxVersions = opts.maxVersions ?? Infinity;
+    if (maxVersions <= 0) return;
     let cursor: string | undefined;
+    let yielded = 0;
     for (;;) {
-      await this.#request({ op: 'listVersions', storeId, ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }) }, opts.signal);
+      await this.#request(
+        { op: 'listVersions', storeId, ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }), ...(withContent && { withContent: true as const }) },
+        opts.signal,
+      );
       // Read page by page, as the service does: a version recorded meanwhile may or may not show.
-      const page = model(() => this.store(storeId).listVersions(query, cursor, LIST_PAGE_SIZE));
-      for (const version of page.versions) yield toStoreVersion(version);
+      const page = model(() => this.store(storeId).listVersions(query, cursor, withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE));
+      for (const version of page.versions) {
+        yield toStoreVersion(version, withContent);
+        if (++yielded >= maxVersions) return;
+      }
       if (page.nextPage === null) return;
       cursor = page.nextPage;
     }
@@ -278,15 +291,17 @@ function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-function toStoreVersion(version: VersionRecord): StoreMemoryVersion {
+function toStoreVersion(version: VersionRecord, withContent: boolean): StoreMemoryVersion {
   return {
     id: version.id,
     memory_id: version.memory_id,
     operation: version.operation,
     path: version.path,
     content_sha256: version.content_sha256,
+    ...(typeof version.content_size_bytes === 'number' && { content_size_bytes: version.content_size_bytes }),
     created_at: version.created_at,
     redacted_at: version.redacted_at,
+    ...(withContent && { content: version.content }),
   };
 }
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { MemoryMounter } from '@memory-mounter/core';
 import { Arena, STORE, walk, type CanaryTemplate, type Violation } from './arena.js';
 import { agentRemove, Budget, namesIn, raced, stopAll } from './attempts.js';
-import { lstatOrNull, putBack, Racer, type RacerCounts } from './racer.js';
+import { exchangeOnce, lstatOrNull, putBack, Racer, type RacerCounts } from './racer.js';
 
 /**
  * The race classes. Each builds its own arena(s), attacks the engine `budget.target` times and
@@ -300,6 +300,86 @@ async function readUnderSubfolder(bin: string, budget: Budget, mode: 'loop' | 'i
   }
   const counts = await stopAll([racer]);
   await finalizeQuietly(mounter);
+  return { arena, budget, counts };
+}
+
+// --- watch ---------------------------------------------------------------------------------
+
+/**
+ * watch. The folder watch (issue 24) is a hint of which folders to list; nothing of the
+ * confinement may rest on it. Ordinary forced reconciles, most of which take the watch's word
+ * (the first of a mounter scans in full), while the agent:
+ * (a) edits a file in the watched /sub, then swaps /sub with sub-link -> host (whose files
+ *     have /sub's names) while the engine is idle, so that the pass starts from what the watch
+ *     said; after it the real folder is put back;
+ * (b) floods the watch: exchanges /flood/a.md and /flood/b.md as fast as it can (a rename
+ *     event each) and /sub with sub-link in a loop, during every pass, editing /top.md
+ *     between passes.
+ * No host byte may be read and sent; the last edits reach the store by finalize's full scan.
+ */
+export function watchRaces(bin: string, attempts: number, ms: number): Promise<ClassResult> {
+  return runVariants(attempts, ms, {
+    'swapped between passes': (b) => watchSwappedBetweenPasses(bin, b),
+    flood: (b) => watchFlooded(bin, b),
+  });
+}
+
+async function watchSwappedBetweenPasses(bin: string, budget: Budget): Promise<VariantRun> {
+  const arena = await Arena.create(READ_CANARY);
+  const seeded = { '/top.md': 'top\n', ...Object.fromEntries(range(6).map((k) => [`/sub/n${k}.md`, `n${k}\n`])) };
+  arena.client.seed(STORE, seeded);
+  const mounter = await arena.mount();
+  const sub = join(arena.storeDir, 'sub');
+  const link = join(arena.storeDir, 'sub-link');
+  symlinkSync(arena.host, link);
+  // The first pass scans in full and starts the watches; the passes after it take their word.
+  await mounter.reconcile({ force: true });
+  const counts: RacerCounts = { swaps: 0, failures: 0, events: 0 };
+  let edit = 0;
+  while (budget.more()) {
+    // The agent edits the real folder, then swaps the two names.
+    writeFileSync(join(sub, `n${edit % 6}.md`), `edit ${edit}\n`);
+    edit++;
+    exchangeOnce(bin, sub, link);
+    counts.swaps++;
+    await raced(arena, budget, [], () => mounter.reconcile({ force: true }));
+    // The real folder back at /sub, by two more renames the next pass's hint is told of.
+    putBack(bin, sub, link, isLink);
+    await settle(arena, mounter, () => tidy(arena, seeded, ['/sub-link']));
+  }
+  await finalizeQuietly(mounter);
+  return { arena, budget, counts };
+}
+
+async function watchFlooded(bin: string, budget: Budget): Promise<VariantRun> {
+  const arena = await Arena.create(READ_CANARY);
+  const seeded = {
+    '/top.md': 'top\n',
+    '/flood/a.md': 'a\n',
+    '/flood/b.md': 'b\n',
+    ...Object.fromEntries(range(6).map((k) => [`/sub/n${k}.md`, `n${k}\n`])),
+  };
+  arena.client.seed(STORE, seeded);
+  const mounter = await arena.mount();
+  const sub = join(arena.storeDir, 'sub');
+  const link = join(arena.storeDir, 'sub-link');
+  symlinkSync(arena.host, link);
+  await mounter.reconcile({ force: true });
+  const flood = await Racer.start(bin, ['loop', join(arena.storeDir, 'flood', 'a.md'), join(arena.storeDir, 'flood', 'b.md')]);
+  const swap = await Racer.start(bin, ['loop', sub, link]);
+  let last = '';
+  while (budget.more()) {
+    last = `top ${budget.attempts}\n`;
+    writeFileSync(join(arena.storeDir, 'top.md'), last);
+    await raced(arena, budget, [flood, swap], () => mounter.reconcile({ force: true }));
+    putBack(bin, sub, link, isLink);
+    await settle(arena, mounter, () => tidy(arena, { ...seeded, '/top.md': last }, ['/sub-link']));
+  }
+  const counts = await stopAll([flood, swap]);
+  putBack(bin, sub, link, isLink);
+  await mounter.finalize().catch(() => undefined);
+  // What the flood may have kept the watch from saying, the final sync's full scan saw.
+  if (arena.client.snapshot(STORE)['/top.md'] !== last) arena.note('last edit not pushed by finalize', '/top.md');
   return { arena, budget, counts };
 }
 

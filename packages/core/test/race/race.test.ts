@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Arena, describeViolations } from './arena.js';
-import { deleteOutside, hardLinks, readOutside, writeOutside, type ClassResult } from './classes.js';
+import { deleteOutside, hardLinks, readOutside, watchRaces, writeOutside, type ClassResult } from './classes.js';
 import { exhaustion } from './exhaustion.js';
 import { nestedMount } from './nested-mount.js';
 import { bundleChild } from '../reliability/child-bundle.js';
@@ -54,6 +54,7 @@ if (skip) console.warn(`race tests SKIPPED: ${skip}. They prove the confinement 
     ['nested-mount-pass', nestedMount('pass')],
     ['nested-mount-finalize', nestedMount('finalize')],
     ['nested-mount-recover', nestedMount('recover')],
+    ['watch', watchRaces],
   ];
   for (const [name, run] of classes) {
     it(`${name}: no violation in ${ATTEMPTS} raced attempts`, { timeout: CLASS_MS * 4 + 30_000 }, async () => {

@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { posix } from 'node:path';
-import type { DirEntry, DirHandle, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
+import type { DirEntry, DirHandle, DirWatch, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
+import { coverage } from './coverage.js';
 import type { EntryKind } from './host-disk.js';
 
 /**
@@ -16,13 +17,29 @@ import type { EntryKind } from './host-disk.js';
  * take it: the folder the descriptor holds, wherever that folder is now.
  */
 export class ConfinedFileSystem implements FileSystem {
+  /** Present when the inner filesystem can watch: the folder watched must lie under memoryRoot too. */
+  readonly watchDir?: (path: string, onEvent: (kind: 'change' | 'error') => void) => DirWatch;
+
   constructor(
     private readonly inner: FileSystem,
     private readonly memoryRoot: string,
     private readonly kindOf: (path: string) => EntryKind | null,
     private readonly report: (violation: string) => void,
     private readonly stateDir?: string,
-  ) {}
+  ) {
+    const watchDir = inner.watchDir?.bind(inner);
+    if (watchDir) {
+      this.watchDir = (path, onEvent) => {
+        this.check('watchDir', path);
+        const watch = watchDir(path, (kind) => {
+          coverage.watchEvents++;
+          onEvent(kind);
+        });
+        coverage.watchesStarted++;
+        return watch;
+      };
+    }
+  }
 
   lstat(path: string): Promise<FileStat | null> {
     this.check('lstat', path);

@@ -47,6 +47,9 @@ export const coverage = {
   casesUsingFeed: 0,
   feedReads: 0,
   passesByFeedAlone: 0,
+  /** Folder watches the engine started (real-disk cases on Linux), and the events they reported. */
+  watchesStarted: 0,
+  watchEvents: 0,
   passesFeedThenListing: 0,
   /** Feed and folder-listing faults played, versions redacted, and sessions the feed refused. */
   feedFaultsPlayed: 0,

@@ -9,6 +9,8 @@ import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient } from '@me
  */
 export class KillSwitch {
   #dead = false;
+  /** Folder watches the mounter started: the process's death ends them, as it closes its inotify descriptor. */
+  readonly #watches = new Set<{ close(): void }>();
 
   get dead(): boolean {
     return this.#dead;
@@ -16,6 +18,8 @@ export class KillSwitch {
 
   kill(): void {
     this.#dead = true;
+    for (const watch of this.#watches) watch.close();
+    this.#watches.clear();
   }
 
   fileSystem(inner: FileSystem): FileSystem {
@@ -31,6 +35,22 @@ export class KillSwitch {
       openDir: async (p) => k.dirHandle(await k.gate(() => inner.openDir(p))),
       openFile: async (p) => k.openFile(await k.gate(() => inner.openFile(p))),
       ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
+      // A dead worker starts no watch, and hears from none it started.
+      ...(inner.watchDir && {
+        watchDir: (p: string, onEvent: (kind: 'change' | 'error') => void) => {
+          if (k.#dead) throw Object.assign(new Error('killed'), { code: 'EBADF' });
+          const watch = inner.watchDir!(p, (kind) => {
+            if (!k.#dead) onEvent(kind);
+          });
+          k.#watches.add(watch);
+          return {
+            close: () => {
+              k.#watches.delete(watch);
+              watch.close();
+            },
+          };
+        },
+      }),
     };
   }
 

@@ -114,11 +114,12 @@ export function detectRenames(input: RenameInput): Renames {
 function remoteRenames(input: RenameInput, ontoNewFile: RenameOntoNewFile[]): RemoteRename[] {
   const { baseline, baselineIds, localFiles, remote } = input;
   if (baselineIds.size === 0) return [];
-  // Only a baseline path the store no longer holds can be a rename's source: when it holds
-  // every one (an idle pass), nothing below is built.
+  // Only a baseline path whose memory is no longer there can be a rename's source (another
+  // memory may have taken the path: B19's copy back): when every path still holds its memory (an
+  // idle pass), nothing below is built.
   let moved = false;
-  for (const from of baseline.keys()) {
-    if (!remote.has(from)) {
+  for (const [from, id] of baselineIds) {
+    if (baseline.has(from) && remote.get(from)?.id !== id) {
       moved = true;
       break;
     }

@@ -54,10 +54,12 @@ describe.each(DISKS)('reconcile on %s', (disk) => {
     await h.write(`${dir}/a.md`, 'same');
     const before = h.client.requests.length;
     await m.reconcile({ force: true });
-    // One read of the change feed each time, and no transfer.
-    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions']);
+    // No transfer. The first feed read after the download's listing meets a version that listing
+    // does not account for (another writer wrote since), so the store is listed again once: the
+    // listing may have missed a memory while it paged (listed_while_written). Then one feed read.
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions', 'list']);
     await m.reconcile({ force: true });
-    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions', 'listVersions']);
+    expect(h.client.requests.slice(before).map((r) => r.op)).toEqual(['listVersions', 'list', 'listVersions']);
   });
 
   it('conflict: the store wins, with a warning naming the path and the store', async () => {

@@ -87,17 +87,30 @@ const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 
 /**
- * Folders kept open between acts, by wire path, so a pass opens each folder once, not once per
- * file. Past this many, further folders are opened per act and closed after it.
+ * Subfolders kept open between acts, by wire path, so a pass opens a folder it works in once, not
+ * once per file. Part of the mounter's descriptor budget (docs/operations.md, "Descriptors"):
+ * a store holds at most this many whatever the size of its tree. The least recently used one
+ * that no act is using is closed to make room; when every one is in use, a further folder is
+ * opened for its act alone and closed when the act ends.
  */
-const MAX_HELD_FOLDERS = 256;
+export const MAX_HELD_FOLDERS = 8;
 /** Entries of one folder removed at once by `removeAll`. */
 const REMOVE_CONCURRENCY = 16;
+/**
+ * Subfolder handles a removal holds at once, the deepest levels of the chain it is in; the
+ * levels above them are opened again from the nearest open one when the removal climbs back.
+ * Bounds a removal's descriptors whatever the depth (a chain of 1,100 folders: 32, not 1,100),
+ * at the cost of about depth² / (2 × REMOVE_WINDOW) re-opens for a chain deeper than it.
+ */
+export const REMOVE_WINDOW = 32;
 
 export class StoreFolder {
   #root: DirHandle;
-  /** Open subfolders reused by later acts; dropped (retired) when the root moves or at close. */
-  readonly #held = new Map<string, DirHandle>();
+  /**
+   * Open subfolders reused by later acts, least recently used first; dropped (retired) when the
+   * root moves, at release and at close, and one at a time past MAX_HELD_FOLDERS.
+   */
+  readonly #held = new Map<string, HeldFolder>();
   /**
    * Opens of a subfolder in progress, by wire path: parallel acts in a folder not held yet
    * (a download's or a push's first files there) wait for the one open instead of each opening
@@ -153,7 +166,7 @@ export class StoreFolder {
       if (code === 'ELOOP' || code === 'ENOTDIR') return 'not_directory';
       throw err;
     }
-    this.#retire(this.#root, ...this.#held.values());
+    this.#retire(this.#root, ...this.#heldHandles());
     this.#held.clear();
     this.#root = next;
     return 'directory';
@@ -587,8 +600,11 @@ export class StoreFolder {
    * Removes everything in the folder, then the folder itself, never following a link at any
    * depth: each subfolder is opened no-follow from its parent's handle and emptied through its
    * own handle. The store folder's name is removed only while it still names the held folder.
+   * However deep the tree, at most REMOVE_WINDOW subfolder handles are open at once (`#empty`).
    */
   async removeAll(): Promise<void> {
+    // The cached subfolders are of no use to a removal: their descriptors go back first.
+    this.release();
     await this.#act(async () => {
       await this.#empty(this.#root, '/');
       if (await this.#isAtHostPath()) await this.fs.rm(this.hostPath);
@@ -596,43 +612,103 @@ export class StoreFolder {
     await this.close();
   }
 
-  async #empty(dir: DirHandle, wireDir: string): Promise<void> {
+  /**
+   * Empties `top` depth first without recursion: a chain of folders thousands deep holds at most
+   * REMOVE_WINDOW handles below `top` (the deepest ones), not one per level. A level whose handle
+   * was let go is opened again from the nearest open one above it, one no-follow step at a time,
+   * each step checked to be the very folder entered on the way down (`dev`, `ino`): a folder
+   * moved or replaced meanwhile stops the removal (`swapped`), nothing is removed in its stead.
+   */
+  async #empty(top: DirHandle, topWire: string): Promise<void> {
+    const levels: EmptyingLevel[] = [{ name: '', wireDir: topWire, dev: top.dev, ino: top.ino, handle: top, subfolders: null }];
+    const below = (wireDir: string, name: string) => `${wireDir === '/' ? '' : wireDir}/${name}`;
+    try {
+      for (;;) {
+        const level = levels.at(-1)!;
+        const dir = await this.#reopenLevels(levels);
+        level.subfolders ??= await this.#emptyFiles(dir, level.wireDir);
+        const name = level.subfolders.shift();
+        if (name !== undefined) {
+          const wirePath = below(level.wireDir, name);
+          let child: DirHandle | null = null;
+          try {
+            child = await this.#openChild(dir, name, wirePath);
+          } catch (err) {
+            // Swapped for a link or a file since the listing: that entry goes, not what it names.
+            if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+          }
+          if (!child) {
+            await this.#removeIn(dir, level.wireDir, name);
+            continue;
+          }
+          levels.push({ name, wireDir: wirePath, dev: child.dev, ino: child.ino, handle: child, subfolders: null });
+          await this.#keepWindow(levels);
+          continue;
+        }
+        // Emptied: `top` is its caller's to remove; any other level goes by its name in its parent.
+        if (levels.length === 1) return;
+        levels.pop();
+        await level.handle?.close();
+        level.handle = null;
+        await this.#removeIn(await this.#reopenLevels(levels), levels.at(-1)!.wireDir, level.name);
+      }
+    } finally {
+      for (const level of levels.slice(1)) await level.handle?.close();
+    }
+  }
+
+  /**
+   * Removes the entries of `dir` that are not folders, several at a time, each by its name in
+   * this held folder (a store of thousands is not thousands of calls in a row); returns the names
+   * of its folders. Every removal is settled before this returns, so no call outlives the handle.
+   */
+  async #emptyFiles(dir: DirHandle, wireDir: string): Promise<string[]> {
     await this.#verify(dir, wireDir);
     const entries = await this.#list(dir);
-    const remove = async (name: string) => {
-      await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
-      await this.fs.rm(`${dir.path}/${name}`);
-    };
-    // Files (and links, and anything else that is not a folder) go several at a time, each by
-    // its name in this held folder: a store of thousands is not thousands of calls in a row.
-    // Every removal is settled before this returns, so no call outlives the handle it names.
     const files = entries.filter((entry) => entry.type !== 'directory');
     let next = 0;
     const results = await Promise.allSettled(
       Array.from({ length: Math.min(REMOVE_CONCURRENCY, files.length) }, async () => {
-        while (next < files.length) await remove(files[next++]!.name);
+        while (next < files.length) await this.#removeIn(dir, wireDir, files[next++]!.name);
       }),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
-    for (const entry of entries) {
-      if (entry.type !== 'directory') continue;
-      const wirePath = `${wireDir === '/' ? '' : wireDir}/${entry.name}`;
-      let child: DirHandle | null = null;
-      try {
-        child = await this.#openChild(dir, entry.name, wirePath);
-      } catch (err) {
-        // Swapped for a link or a file since the listing: that entry goes, not what it names.
-        if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+    return entries.filter((entry) => entry.type === 'directory').map((entry) => entry.name);
+  }
+
+  async #removeIn(dir: DirHandle, wireDir: string, name: string): Promise<void> {
+    await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
+    await this.fs.rm(`${dir.path}/${name}`);
+  }
+
+  /** The deepest level's handle, opening again (and checking) the levels above it whose handles were let go. */
+  async #reopenLevels(levels: EmptyingLevel[]): Promise<DirHandle> {
+    const last = levels.length - 1;
+    let open = last;
+    while (levels[open]!.handle === null) open--;
+    for (let i = open + 1; i <= last; i++) {
+      const level = levels[i]!;
+      const child = await this.#openChild(levels[i - 1]!.handle!, level.name, level.wireDir);
+      if (child.dev !== level.dev || child.ino !== level.ino) {
+        await child.close();
+        throw new FolderRefusal('swapped', level.wireDir, 'was replaced while the folder was being removed');
       }
-      if (child) {
-        try {
-          await this.#empty(child, wirePath);
-        } finally {
-          await child.close();
-        }
-      }
-      await remove(entry.name);
+      level.handle = child;
+      await this.#keepWindow(levels);
+    }
+    return levels[last]!.handle!;
+  }
+
+  /** Lets go of the shallowest handles below the top one until at most REMOVE_WINDOW are open. */
+  async #keepWindow(levels: EmptyingLevel[]): Promise<void> {
+    let open = levels.reduce((n, level, i) => n + (i > 0 && level.handle !== null ? 1 : 0), 0);
+    for (let i = 1; open > REMOVE_WINDOW && i < levels.length - 1; i++) {
+      const level = levels[i]!;
+      if (level.handle === null) continue;
+      await level.handle.close();
+      level.handle = null;
+      open--;
     }
   }
 
@@ -642,7 +718,7 @@ export class StoreFolder {
    * afresh by the next one.
    */
   release(): void {
-    this.#retire(...this.#held.values());
+    this.#retire(...this.#heldHandles());
     this.#held.clear();
     if (this.#busy === 0) void this.#closeRetired();
   }
@@ -654,7 +730,7 @@ export class StoreFolder {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#retire(this.#root, ...this.#held.values());
+    this.#retire(this.#root, ...this.#heldHandles());
     this.#held.clear();
     if (this.#busy === 0) await this.#closeRetired();
   }
@@ -668,6 +744,10 @@ export class StoreFolder {
       this.#busy--;
       if (this.#busy === 0 && this.#retired.length > 0) await this.#closeRetired();
     }
+  }
+
+  #heldHandles(): DirHandle[] {
+    return [...this.#held.values()].map((held) => held.handle);
   }
 
   #retire(...handles: DirHandle[]): void {
@@ -721,13 +801,20 @@ export class StoreFolder {
   /**
    * Opens the folders above `wirePath` one at a time from the root handle. With `create`,
    * missing ones are made (0700) and then opened like any other, so a folder swapped right after
-   * its mkdir is refused, not entered.
+   * its mkdir is refused, not entered. Whatever the depth, the act holds at most one handle of
+   * its own (a folder the cache had no room for) once it is past it: the folder above is closed
+   * as soon as the one below it is open.
    */
   async #openParent(wirePath: string, segments: readonly string[], create: boolean): Promise<OpenedParent> {
-    // Handles opened for this act alone (the cache was full); closed when it ends.
-    const own: DirHandle[] = [];
+    // Held folders this act goes through: not closed to make room until it ends.
+    const using: HeldFolder[] = [];
+    // The folder opened for this act alone (the cache was full), while `dir` is it.
+    let own: DirHandle | null = null;
     const close = async () => {
-      for (const handle of own.reverse()) await handle.close();
+      for (const held of using.splice(0)) held.users--;
+      const mine = own;
+      own = null;
+      await mine?.close();
     };
     const root = this.#root;
     let dir = root;
@@ -735,30 +822,27 @@ export class StoreFolder {
       for (let i = 0; i < segments.length - 1; i++) {
         const name = segments[i]!;
         const wireDir = `/${segments.slice(0, i + 1).join('/')}`;
-        const held = this.#held.get(wireDir);
-        if (held) {
-          dir = held;
-          continue;
-        }
-        const pending = this.#opening.get(wireDir);
-        if (pending) {
-          // Another act is opening it: its handle, if it was held (not that act's own, which
-          // closes with it, and not one retired meanwhile). Else this act opens its own.
-          const shared = await pending.catch(() => null);
-          if (shared && this.#held.get(wireDir) === shared) {
-            dir = shared;
-            continue;
+        let next = this.#use(wireDir, using);
+        const pending = next ? undefined : this.#opening.get(wireDir);
+        // Another act is opening it: its handle, if it was held (not that act's own, which
+        // closes with it, and not one retired meanwhile). Else this act opens its own.
+        if (pending && (await pending.catch(() => null)) === this.#held.get(wireDir)?.handle) next = this.#use(wireDir, using);
+        let nextOwn: DirHandle | null = null;
+        if (!next) {
+          const opening = this.#openOrMake(dir, name, wireDir, create);
+          if (!pending) {
+            this.#opening.set(wireDir, opening);
+            const done = () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir);
+            void opening.then(done, done);
           }
+          const child = await opening;
+          next = await this.#hold(wireDir, child, using, root);
+          if (!next) nextOwn = next = child;
         }
-        const opening = this.#openOrMake(dir, name, wireDir, create);
-        if (!pending) {
-          this.#opening.set(wireDir, opening);
-          void opening.then(
-            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
-            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
-          );
-        }
-        dir = this.#hold(wireDir, await opening, own, root);
+        // The folder above is not needed once this one is open.
+        if (own) await own.close();
+        own = nextOwn;
+        dir = next;
       }
     } catch (err) {
       await close();
@@ -787,20 +871,49 @@ export class StoreFolder {
     }
   }
 
-  /** Keeps `child` for later acts when there is room (or another act kept one first); else it is this act's own. */
-  #hold(wireDir: string, child: DirHandle, own: DirHandle[], root: DirHandle): DirHandle {
-    // Opened below a root the folder has since moved off (locate): this act's alone.
-    if (root !== this.#root) {
-      own.push(child);
-      return child;
-    }
-    const kept = this.#held.get(wireDir);
+  /** The held handle of `wireDir`, marked used by this act and most recently used; undefined when not held. */
+  #use(wireDir: string, using: HeldFolder[]): DirHandle | undefined {
+    const held = this.#held.get(wireDir);
+    if (!held) return undefined;
+    this.#held.delete(wireDir);
+    this.#held.set(wireDir, held);
+    held.users++;
+    using.push(held);
+    return held.handle;
+  }
+
+  /**
+   * Keeps `child` for later acts and returns the handle to use (`child`, or the one another act
+   * kept first, `child` then closed); undefined when it stays this act's own: the cache is full
+   * of folders in use, or `child` was opened below a root the folder has since moved off.
+   */
+  async #hold(wireDir: string, child: DirHandle, using: HeldFolder[], root: DirHandle): Promise<DirHandle | undefined> {
+    if (root !== this.#root) return undefined;
+    const kept = this.#use(wireDir, using);
     if (kept) {
-      own.push(child);
+      await child.close();
       return kept;
     }
-    if (this.#held.size < MAX_HELD_FOLDERS) this.#held.set(wireDir, child);
-    else own.push(child);
+    if (this.#held.size >= MAX_HELD_FOLDERS) {
+      // The least recently used folder no act is using: nothing can be acting through it, so its
+      // descriptor is closed at once (waiting for the store to be idle could take the whole pass).
+      for (const [key, held] of this.#held) {
+        if (held.users > 0) continue;
+        this.#held.delete(key);
+        await held.handle.close().catch(() => {});
+        break;
+      }
+      // Other acts ran during that close: one may have kept this folder, or taken the room.
+      const keptMeanwhile = this.#use(wireDir, using);
+      if (keptMeanwhile) {
+        await child.close();
+        return keptMeanwhile;
+      }
+      if (this.#held.size >= MAX_HELD_FOLDERS || root !== this.#root) return undefined;
+    }
+    const held: HeldFolder = { handle: child, users: 1 };
+    this.#held.set(wireDir, held);
+    using.push(held);
     return child;
   }
 
@@ -835,6 +948,23 @@ export class StoreFolder {
 interface OpenedParent {
   dir: DirHandle;
   close(): Promise<void>;
+}
+
+/** One folder on the chain `#empty` is in: its name in the one above, its identity, its handle while held. */
+interface EmptyingLevel {
+  readonly name: string;
+  readonly wireDir: string;
+  readonly dev: number;
+  readonly ino: number;
+  handle: DirHandle | null;
+  /** Its folders not visited yet; null until its other entries are removed. */
+  subfolders: string[] | null;
+}
+
+/** A subfolder handle kept between acts, and how many acts are using it now. */
+interface HeldFolder {
+  readonly handle: DirHandle;
+  users: number;
 }
 
 /** A folder at `wirePath` cannot hold a memory: every path inside it breaks the service's path limits. */

@@ -97,7 +97,12 @@ export async function createStoreFolder(
     const folder = await StoreFolder.open(fs, store.path, leaf).catch((err: unknown) => {
       throw refuse('mount_path_exists', store.path, 'changed right after it was created', err);
     });
-    if ((await folder.topLevelNames()).length > 0) {
+    // Closed on any failure here (EMFILE included): nothing opened outlives a failed mount.
+    const names = await folder.topLevelNames().catch(async (err: unknown) => {
+      await folder.close();
+      throw err;
+    });
+    if (names.length > 0) {
       // Someone else's entries: this folder is never emptied by us (it is removed only if empty).
       await folder.close();
       throw refuse('mount_path_exists', store.path, 'is not the empty folder just created');

@@ -124,6 +124,8 @@ export class StoreFolder {
    */
   #busy = 0;
   #retired: DirHandle[] = [];
+  /** The closes of the last `release`, until they are done. */
+  #releasing: Promise<void> = Promise.resolve();
   #closed = false;
 
   private constructor(
@@ -604,7 +606,7 @@ export class StoreFolder {
    */
   async removeAll(): Promise<void> {
     // The cached subfolders are of no use to a removal: their descriptors go back first.
-    this.release();
+    await this.release();
     await this.#act(async () => {
       await this.#empty(this.#root, '/');
       if (await this.#isAtHostPath()) await this.fs.rm(this.hostPath);
@@ -717,10 +719,21 @@ export class StoreFolder {
    * progress). Called after each pass, so a folder the agent replaces between passes is opened
    * afresh by the next one.
    */
-  release(): void {
-    this.#retire(...this.#heldHandles());
+  async release(): Promise<void> {
+    const idle: DirHandle[] = [];
+    for (const held of this.#held.values()) {
+      // One no act is using is closed now, even while other acts run: nothing can be acting
+      // through it.
+      if (held.users === 0) idle.push(held.handle);
+      else this.#retire(held.handle);
+    }
     this.#held.clear();
-    if (this.#busy === 0) void this.#closeRetired();
+    // A caller that needs the descriptors back (a removal, a failed materialize) awaits this, and
+    // with it the closes an earlier release left under way.
+    const closing = Promise.all([this.#releasing, ...idle.map((handle) => handle.close().catch(() => {}))]).then(() => {});
+    this.#releasing = closing;
+    await closing;
+    if (this.#busy === 0) await this.#closeRetired();
   }
 
   /**

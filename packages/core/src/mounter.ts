@@ -311,7 +311,7 @@ export class MemoryMounter extends MounterEventEmitter {
       const cleanup = { removed: [] as string[], leftInPlace: [] as FinalizeReport['leftInPlace'] };
       // The folders' cached handles go back before anything is removed: a materialize that ran
       // out of descriptors (EMFILE) gets them for its own cleanup.
-      for (const store of stores) store.folder.release();
+      await Promise.all(stores.map((store) => store.folder.release()));
       await this.removeFolders(created, cleanup, false, stores);
       await this.dropRecords(created, cleanup.leftInPlace);
       await closeFolders(stores, created);

@@ -97,12 +97,16 @@ export const MAX_HELD_FOLDERS = 8;
 /** Entries of one folder removed at once by `removeAll`. */
 const REMOVE_CONCURRENCY = 16;
 /**
- * Subfolder handles a removal holds at once, the deepest levels of the chain it is in; the
- * levels above them are opened again from the nearest open one when the removal climbs back.
- * Bounds a removal's descriptors whatever the depth (a chain of 1,100 folders: 32, not 1,100),
- * at the cost of about depth² / (2 × REMOVE_WINDOW) re-opens for a chain deeper than it.
+ * Subfolder handles a removal holds at once: the REMOVE_WINDOW deepest levels of the chain it is
+ * in, and at most REMOVE_CHECKPOINTS levels above them, evenly spaced (every 2^k-th level, k as
+ * small as keeps them that few). A level whose handle was let go is opened again from the
+ * checkpoint above it when the removal climbs back. So a removal holds at most 32 descriptors
+ * whatever the depth (a chain of 1,100 folders: 32, not 1,100), for about depth × spacing /
+ * (2 × REMOVE_WINDOW) re-opens once the chain is deeper than the window.
  */
-export const REMOVE_WINDOW = 32;
+const REMOVE_CHECKPOINTS = 16;
+const REMOVE_DEEPEST = 16;
+export const REMOVE_WINDOW = REMOVE_DEEPEST + REMOVE_CHECKPOINTS;
 
 export class StoreFolder {
   #root: DirHandle;
@@ -697,20 +701,28 @@ export class StoreFolder {
         throw new FolderRefusal('swapped', level.wireDir, 'was replaced while the folder was being removed');
       }
       level.handle = child;
-      await this.#keepWindow(levels);
+      // The one above it is let go unless it is kept anyway: the way down goes on from this one.
+      await this.#keepWindow(levels, i);
     }
     return levels[last]!.handle!;
   }
 
-  /** Lets go of the shallowest handles below the top one until at most REMOVE_WINDOW are open. */
-  async #keepWindow(levels: EmptyingLevel[]): Promise<void> {
-    let open = levels.reduce((n, level, i) => n + (i > 0 && level.handle !== null ? 1 : 0), 0);
-    for (let i = 1; open > REMOVE_WINDOW && i < levels.length - 1; i++) {
+  /**
+   * Lets go of the handles below `top` that are neither among the REMOVE_DEEPEST deepest levels
+   * nor a checkpoint (a level whose depth is a multiple of the spacing, the smallest power of
+   * two that leaves at most REMOVE_CHECKPOINTS of them above the deepest), nor the level being
+   * opened again (`opening`), from which the way down goes on.
+   */
+  async #keepWindow(levels: EmptyingLevel[], opening = levels.length - 1): Promise<void> {
+    const depth = levels.length - 1;
+    const above = depth - REMOVE_DEEPEST;
+    let spacing = 1;
+    while (above / spacing > REMOVE_CHECKPOINTS) spacing *= 2;
+    for (let i = 1; i <= above; i++) {
       const level = levels[i]!;
-      if (level.handle === null) continue;
+      if (level.handle === null || i % spacing === 0 || i === opening) continue;
       await level.handle.close();
       level.handle = null;
-      open--;
     }
   }
 

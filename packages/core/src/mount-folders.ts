@@ -146,24 +146,46 @@ async function mkdirOwned(fs: FileSystem, target: string, path: string, store: M
 /** `gone`: nothing was there to remove (not a failure); `left`: something is there and stays, with why. */
 export type RemovalOutcome = { removed: true } | { removed: false; gone: true } | { removed: false; gone: false; reason: string };
 
+/** Out of descriptors, the process's or the system's: often for a moment only, while connections and reads in flight close. */
+const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
+/** The waits before a removal that ran out of descriptors is tried again: about 6 s in all, past an idle connection's keep-alive. */
+const OUT_OF_DESCRIPTORS_RETRY_MS = [100, 1_000, 5_000];
+
+/**
+ * `removeCreatedFolder`, tried again a moment later while it fails for want of descriptors: a
+ * folder left at a mount path refuses the next session's mount there, so a passing EMFILE (a
+ * failed materialize's connections still closing) is waited out, up to about 6 s. Any other
+ * failure is the answer at once.
+ */
+export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<RemovalOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const { outcome, errno } = await removeOnce(fs, folder, storeFolder);
+    const wait = OUT_OF_DESCRIPTORS_RETRY_MS[attempt];
+    if (wait === undefined || errno === undefined || !OUT_OF_DESCRIPTORS.has(errno)) return outcome;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 /**
  * Removes one folder this mounter created. A store folder is removed whole through its handle
  * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth); an
- * in-between folder only when empty, since another session's store may live in it now.
+ * in-between folder only when empty, since another session's store may live in it now. A
+ * failure comes with its `errno`.
  */
-export async function removeCreatedFolder(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<RemovalOutcome> {
+async function removeOnce(fs: FileSystem, folder: CreatedFolder, storeFolder?: StoreFolder): Promise<{ outcome: RemovalOutcome; errno?: string }> {
   const stat = await fs.lstat(folder.path);
-  if (!stat) return { removed: false, gone: true };
-  if (stat.type !== 'directory') return { removed: false, gone: false, reason: `is now a ${stat.type}; left alone` };
+  if (!stat) return { outcome: { removed: false, gone: true } };
+  if (stat.type !== 'directory') return { outcome: { removed: false, gone: false, reason: `is now a ${stat.type}; left alone` } };
   try {
     if (storeFolder) {
-      if ((await storeFolder.locate()) !== 'directory') return { removed: false, gone: true };
+      if ((await storeFolder.locate()) !== 'directory') return { outcome: { removed: false, gone: true } };
       await storeFolder.removeAll();
     } else {
       await fs.rm(folder.path);
     }
-    return { removed: true };
+    return { outcome: { removed: true } };
   } catch (err) {
-    return { removed: false, gone: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
+    const errno = errorCode(err);
+    return { outcome: { removed: false, gone: false, reason: `could not be removed (${errno ?? String(err)})` }, ...(errno !== undefined && { errno }) };
   }
 }

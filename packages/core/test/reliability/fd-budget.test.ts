@@ -52,9 +52,9 @@ describe(`8 stores x 300 folders and a ${CHAIN}-deep chain under ulimit -n ${LIM
     await mkdir(args.stateDir, { recursive: true });
     return { server, args };
   };
-  const child = (args: FdBudgetArgs) =>
+  const child = (args: FdBudgetArgs, limit = LIMIT) =>
     new Promise<Result>((resolve, reject) => {
-      execFile('bash', ['-c', `ulimit -n ${LIMIT} && exec "$0" "$@"`, process.execPath, bundle, JSON.stringify(args)], { timeout: 90_000 }, (err, stdout) => {
+      execFile('bash', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, bundle, JSON.stringify(args)], { timeout: 90_000 }, (err, stdout) => {
         const line = stdout.split('\n').find((l) => l.startsWith('result '));
         if (line) resolve(JSON.parse(line.slice('result '.length)) as Result);
         else reject(err ?? new Error(`no result: ${stdout}`));
@@ -81,6 +81,19 @@ describe(`8 stores x 300 folders and a ${CHAIN}-deep chain under ulimit -n ${LIM
       expect(r.peak).toBeLessThan(LIMIT);
       editedEverywhere(server, 1);
       expect(await readdir(args.memoryRoot)).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('under ulimit -n 64 materialize runs out of descriptors: it fails, and leaves no folder and no record behind', { timeout: 120_000 }, async () => {
+    const { server, args } = await setUp('starved');
+    try {
+      const r = await child({ ...args, mode: 'session' }, 64);
+      expect(r.error).toMatch(/EMFILE/);
+      expect(r.error).not.toMatch(/left on disk/);
+      expect(await readdir(args.memoryRoot)).toEqual([]);
+      expect(await readdir(args.stateDir)).toEqual([]);
     } finally {
       await server.close();
     }

@@ -15,6 +15,13 @@ const ops = {
   requestCount: () => server.requestCount(),
   setLatency: (ms) => void (server.latencyMs = ms),
   cpuUsage: () => process.cpuUsage(),
+  failStore: (storeId, fault, routes) => void server.failStore(storeId, fault ?? undefined, routes ? { routes } : {}),
+  setRetryAfter: (seconds) => void (server.retryAfterSeconds = seconds),
+  requestCountFor: (storeId) => server.requestCountFor(storeId),
+  contents: (storeId, paths) => {
+    const snapshot = server.snapshot(storeId);
+    return Object.fromEntries(paths.map((path) => [path, snapshot[path] ?? null]));
+  },
 };
 
 process.on('message', ({ id, op, args }) => {

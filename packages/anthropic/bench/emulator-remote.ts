@@ -69,6 +69,25 @@ export class RemoteEmulator {
     return this.#call('setLatency', ms);
   }
 
+  /** Every request for `storeId` fails with `fault` (of `routes` only, when given) until called with null. */
+  failStore(storeId: string, fault: number | 'hang' | 'disconnect' | null, routes?: readonly string[]): Promise<void> {
+    return this.#call('failStore', storeId, fault, routes);
+  }
+
+  /** The `retry-after` (s) the emulator sends with a 429 or 5xx. */
+  setRetryAfter(seconds: number): Promise<void> {
+    return this.#call('setRetryAfter', seconds);
+  }
+
+  requestCountFor(storeId: string): Promise<number> {
+    return this.#call('requestCountFor', storeId);
+  }
+
+  /** What the store holds at `paths` (null where nothing is). */
+  contents(storeId: string, paths: readonly string[]): Promise<Record<string, string | null>> {
+    return this.#call('contents', storeId, paths);
+  }
+
   /** The emulator process's own CPU (user + system, ms) so far. */
   async cpuMs(): Promise<number> {
     const used = await this.#call<NodeJS.CpuUsage>('cpuUsage');

@@ -59,7 +59,7 @@ export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type L
 export { scanStore, CARRY_BUDGET_BYTES, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
-export { StoreFolder, FolderRefusal, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';
+export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';
 export { indexRemote, alignLocalCase, type RemoteIndex } from './remote-index.js';
 export { applyPlan, type ApplyIO, type Outcome, type Result } from './apply.js';
 export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './settle.js';

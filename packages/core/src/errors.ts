@@ -35,7 +35,7 @@ export type MountErrorCode =
   | 'missing_secret'
   | 'state_dir_unusable';
 
-/** A session's stores could not be mounted. Nothing this call created is left on disk. */
+/** A session's stores could not be mounted. Nothing this call created is left on disk, or `leftInPlace` names it. */
 export class MemoryMountError extends Error {
   override name = 'MemoryMountError';
   readonly code: MountErrorCode;
@@ -43,6 +43,11 @@ export class MemoryMountError extends Error {
   readonly memoryStoreId?: string;
   /** The path at fault: a host path, or the mount path when no host path exists yet. */
   readonly path?: string;
+  /**
+   * Folders this call made and could not remove (a disk that failed the cleanup too); absent
+   * when it removed everything. Each blocks a later mount at its path until it is removed.
+   */
+  leftInPlace?: { path: string; reason: string }[];
   constructor(
     code: MountErrorCode,
     message: string,

@@ -111,7 +111,12 @@ export async function createStoreFolder(
     const folder = await StoreFolder.openIn(fs, store.path, chain).catch((err: unknown) => {
       throw refuse('mount_path_exists', store.path, 'changed right after it was created', err);
     });
-    if ((await folder.topLevelNames()).length > 0) {
+    // Closed on any failure here (EMFILE included): nothing opened outlives a failed mount.
+    const names = await folder.topLevelNames().catch(async (err: unknown) => {
+      await folder.close();
+      throw err;
+    });
+    if (names.length > 0) {
       // Someone else's entries: this folder is never emptied by us (it is removed only if empty).
       await folder.close();
       throw refuse('mount_path_exists', store.path, 'is not the empty folder just created');
@@ -155,13 +160,16 @@ async function mkdirOwned(fs: FileSystem, target: string, path: string, store: M
 /** `gone`: nothing was there to remove (not a failure); `left`: something is there and stays, with why. */
 export type RemovalOutcome = { removed: true } | { removed: false; gone: true } | { removed: false; gone: false; reason: string };
 
+/** Out of descriptors, the process's or the system's: often for a moment only, while connections and reads in flight close. */
+const OUT_OF_DESCRIPTORS = new Set(['EMFILE', 'ENFILE']);
+/** The waits before a removal that ran out of descriptors is tried again: about 6 s in all, past an idle connection's keep-alive. */
+const OUT_OF_DESCRIPTORS_RETRY_MS = [100, 1_000, 5_000];
+
 /**
- * Removes one folder this mounter created, reaching it from a handle on memoryRoot one no-follow
- * step at a time, never by its path. A store folder is removed whole through its held handle
- * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth), and only
- * while the store's path still leads to it: one moved away or replaced is left. An in-between
- * folder only when it is still the folder made (`way`) and empty, since another session's store
- * may live in it now; its name is removed through its parent's handle.
+ * `removeCreatedFolder`, tried again a moment later while it fails for want of descriptors: a
+ * folder left at a mount path refuses the next session's mount there, so a passing EMFILE (a
+ * failed materialize's connections still closing) is waited out, up to about 6 s. Any other
+ * failure is the answer at once.
  */
 export async function removeCreatedFolder(
   fs: FileSystem,
@@ -169,18 +177,42 @@ export async function removeCreatedFolder(
   folder: CreatedFolder,
   storeFolder?: StoreFolder,
 ): Promise<RemovalOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const { outcome, errno } = await removeOnce(fs, memoryRoot, folder, storeFolder);
+    const wait = OUT_OF_DESCRIPTORS_RETRY_MS[attempt];
+    if (wait === undefined || errno === undefined || !OUT_OF_DESCRIPTORS.has(errno)) return outcome;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+/**
+ * Removes one folder this mounter created, reaching it from a handle on memoryRoot one no-follow
+ * step at a time, never by its path. A store folder is removed whole through its held handle
+ * (`StoreFolder.removeAll`: links inside are removed, never followed, at any depth), and only
+ * while the store's path still leads to it: one moved away or replaced is left. An in-between
+ * folder only when it is still the folder made (`way`) and empty, since another session's store
+ * may live in it now; its name is removed through its parent's handle. A failure comes with its
+ * `errno`.
+ */
+async function removeOnce(
+  fs: FileSystem,
+  memoryRoot: string,
+  folder: CreatedFolder,
+  storeFolder?: StoreFolder,
+): Promise<{ outcome: RemovalOutcome; errno?: string }> {
   try {
     if (storeFolder) {
       const at = await storeFolder.locate();
-      if (at === 'missing') return { removed: false, gone: true };
-      if (at !== 'directory') return { removed: false, gone: false, reason: leftBecause(at) };
+      if (at === 'missing') return { outcome: { removed: false, gone: true } };
+      if (at !== 'directory') return { outcome: { removed: false, gone: false, reason: leftBecause(at) } };
       await storeFolder.removeAll();
-      return { removed: true };
+      return { outcome: { removed: true } };
     }
-    if (!folder.way) return { removed: false, gone: false, reason: 'was not opened after it was made; left alone' };
-    return await removeEmptyFolder(fs, memoryRoot, folder.path, folder.way);
+    if (!folder.way) return { outcome: { removed: false, gone: false, reason: 'was not opened after it was made; left alone' } };
+    return { outcome: await removeEmptyFolder(fs, memoryRoot, folder.path, folder.way) };
   } catch (err) {
-    return { removed: false, gone: false, reason: `could not be removed (${errorCode(err) ?? String(err)})` };
+    const errno = errorCode(err);
+    return { outcome: { removed: false, gone: false, reason: `could not be removed (${errno ?? String(err)})` }, ...(errno !== undefined && { errno }) };
   }
 }
 

@@ -335,10 +335,13 @@ export class MemoryMounter extends MounterEventEmitter {
     } catch (err) {
       if (this.#phase === 'materializing') this.#phase = 'new';
       const cleanup = { removed: [] as string[], leftInPlace: [] as FinalizeReport['leftInPlace'] };
+      // The folders' cached handles go back before anything is removed: a materialize that ran
+      // out of descriptors (EMFILE) gets them for its own cleanup.
+      await Promise.all(stores.map((store) => store.folder.release()));
       await this.removeFolders(created, cleanup, false, stores);
       await this.dropRecords(created, cleanup.leftInPlace);
       await closeFolders(stores, created);
-      throw err;
+      throw namingLeftovers(err, cleanup.leftInPlace);
     }
     this.#stores = stores;
     this.#created = created;
@@ -966,6 +969,20 @@ function logSummary(logger: ResolvedOptions['logger'], report: SyncReport): void
     };
     logger.debug('store synced', counts);
   }
+}
+
+/**
+ * A failed materialize removes what it made; what it could not remove is named in the error it
+ * throws (message and `leftInPlace`), so the operator knows what blocks the next session's mount.
+ */
+function namingLeftovers(err: unknown, leftInPlace: FinalizeReport['leftInPlace']): unknown {
+  if (leftInPlace.length === 0) return err;
+  const left = leftInPlace.map((l) => `${l.path} (${l.reason})`).join('; ');
+  if (err instanceof MemoryMountError) {
+    err.message += `; left on disk, remove before mounting there again: ${left}`;
+    err.leftInPlace = leftInPlace.map(({ path, reason }) => ({ path, reason }));
+  }
+  return err;
 }
 
 /** Folder creation fails only with MemoryMountError: a bare disk error (ENOSPC, EIO) is wrapped. */

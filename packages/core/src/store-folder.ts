@@ -116,17 +116,34 @@ const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 
 /**
- * Folders kept open between acts, by wire path, so a pass opens each folder once, not once per
- * file. Past this many, further folders are opened per act and closed after it.
+ * Subfolders kept open between acts, by wire path, so a pass opens a folder it works in once, not
+ * once per file. Part of the mounter's descriptor budget (docs/operations.md, "Descriptors"):
+ * a store holds at most this many whatever the size of its tree. The least recently used one
+ * that no act is using is closed to make room; when every one is in use, a further folder is
+ * opened for its act alone and closed when the act ends.
  */
-const MAX_HELD_FOLDERS = 256;
+export const MAX_HELD_FOLDERS = 8;
 /** Entries of one folder removed at once by `removeAll`. */
 const REMOVE_CONCURRENCY = 16;
+/**
+ * Subfolder handles a removal holds at once: the REMOVE_WINDOW deepest levels of the chain it is
+ * in, and at most REMOVE_CHECKPOINTS levels above them, evenly spaced (every 2^k-th level, k as
+ * small as keeps them that few). A level whose handle was let go is opened again from the
+ * checkpoint above it when the removal climbs back. So a removal holds at most 32 descriptors
+ * whatever the depth (a chain of 1,100 folders: 32, not 1,100), for about depth × spacing /
+ * (2 × REMOVE_WINDOW) re-opens once the chain is deeper than the window.
+ */
+const REMOVE_CHECKPOINTS = 16;
+const REMOVE_DEEPEST = 16;
+export const REMOVE_WINDOW = REMOVE_DEEPEST + REMOVE_CHECKPOINTS;
 
 export class StoreFolder {
   #root: DirHandle;
-  /** Open subfolders reused by later acts; dropped (retired) when the root moves or at close. */
-  readonly #held = new Map<string, DirHandle>();
+  /**
+   * Open subfolders reused by later acts, least recently used first; dropped (retired) when the
+   * root moves, at release and at close, and one at a time past MAX_HELD_FOLDERS.
+   */
+  readonly #held = new Map<string, HeldFolder>();
   /**
    * Opens of a subfolder in progress, by wire path: parallel acts in a folder not held yet
    * (a download's or a push's first files there) wait for the one open instead of each opening
@@ -140,6 +157,8 @@ export class StoreFolder {
    */
   #busy = 0;
   #retired: DirHandle[] = [];
+  /** The closes of the last `release`, until they are done. */
+  #releasing: Promise<void> = Promise.resolve();
   #closed = false;
   /**
    * The host path of each pinned handle this folder opened, by the handle's own path: an error a
@@ -711,8 +730,11 @@ export class StoreFolder {
    * else is left, so a removal cut short leaves a folder that still says whose it is (recover
    * vouches for it). The store folder's name is removed through its parent's held handle, and
    * only while it names the very folder that was emptied.
+   * However deep the tree, at most REMOVE_WINDOW subfolder handles are open at once (`#empty`).
    */
   async removeAll(): Promise<void> {
+    // The cached subfolders are of no use to a removal: their descriptors go back first.
+    await this.release();
     await this.#act(async () => {
       await this.#grant(this.chain.leafVia, this.identity);
       // An agent still writing may add entries while the folder is emptied: a second round takes
@@ -730,45 +752,112 @@ export class StoreFolder {
     await this.close();
   }
 
-  /** Empties `dir`, leaving the top-level entry `keep` (the marker) when given. */
-  async #empty(dir: DirHandle, wireDir: string, keep?: string): Promise<void> {
+  /**
+   * Empties `top` (leaving its entry `keep`, the marker, when given) depth first without recursion: a chain of folders thousands deep holds at most
+   * REMOVE_WINDOW handles below `top` (the deepest ones), not one per level. A level whose handle
+   * was let go is opened again from the nearest open one above it, one no-follow step at a time,
+   * each step checked to be the very folder entered on the way down (`dev`, `ino`): a folder
+   * moved or replaced meanwhile stops the removal (`swapped`), nothing is removed in its stead.
+   */
+  async #empty(top: DirHandle, topWire: string, keep?: string): Promise<void> {
+    const levels: EmptyingLevel[] = [{ name: '', wireDir: topWire, dev: top.dev, ino: top.ino, handle: top, subfolders: null }];
+    const below = (wireDir: string, name: string) => `${wireDir === '/' ? '' : wireDir}/${name}`;
+    try {
+      for (;;) {
+        const level = levels.at(-1)!;
+        const dir = await this.#reopenLevels(levels);
+        level.subfolders ??= await this.#emptyFiles(dir, level.wireDir, levels.length === 1 ? keep : undefined);
+        const name = level.subfolders.shift();
+        if (name !== undefined) {
+          const wirePath = below(level.wireDir, name);
+          let child: DirHandle | null = null;
+          await this.#grant(`${dir.path}/${name}`);
+          try {
+            child = await this.#openChild(dir, name, wirePath);
+          } catch (err) {
+            // Swapped for a link or a file since the listing: that entry goes, not what it names.
+            if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+          }
+          if (!child) {
+            await this.#removeIn(dir, level.wireDir, name);
+            continue;
+          }
+          levels.push({ name, wireDir: wirePath, dev: child.dev, ino: child.ino, handle: child, subfolders: null });
+          await this.#keepWindow(levels);
+          continue;
+        }
+        // Emptied: `top` is its caller's to remove; any other level goes by its name in its parent.
+        if (levels.length === 1) return;
+        levels.pop();
+        await level.handle?.close();
+        level.handle = null;
+        await this.#removeIn(await this.#reopenLevels(levels), levels.at(-1)!.wireDir, level.name);
+      }
+    } finally {
+      for (const level of levels.slice(1)) await level.handle?.close();
+    }
+  }
+
+  /**
+   * Removes the entries of `dir` that are not folders (but `keep`), several at a time, each by its name in
+   * this held folder (a store of thousands is not thousands of calls in a row); returns the names
+   * of its folders. Every removal is settled before this returns, so no call outlives the handle.
+   */
+  async #emptyFiles(dir: DirHandle, wireDir: string, keep?: string): Promise<string[]> {
     await this.#verify(dir, wireDir);
     const entries = (await this.#list(dir)).filter((entry) => entry.name !== keep);
-    const remove = async (name: string) => {
-      await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
-      await this.fs.rm(`${dir.path}/${name}`);
-    };
-    // Files (and links, and anything else that is not a folder) go several at a time, each by
-    // its name in this held folder: a store of thousands is not thousands of calls in a row.
-    // Every removal is settled before this returns, so no call outlives the handle it names.
     const files = entries.filter((entry) => entry.type !== 'directory');
     let next = 0;
     const results = await Promise.allSettled(
       Array.from({ length: Math.min(REMOVE_CONCURRENCY, files.length) }, async () => {
-        while (next < files.length) await remove(files[next++]!.name);
+        while (next < files.length) await this.#removeIn(dir, wireDir, files[next++]!.name);
       }),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
-    for (const entry of entries) {
-      if (entry.type !== 'directory') continue;
-      const wirePath = `${wireDir === '/' ? '' : wireDir}/${entry.name}`;
-      let child: DirHandle | null = null;
-      await this.#grant(`${dir.path}/${entry.name}`);
-      try {
-        child = await this.#openChild(dir, entry.name, wirePath);
-      } catch (err) {
-        // Swapped for a link or a file since the listing: that entry goes, not what it names.
-        if (!(err instanceof FolderRefusal) || err.code === 'swapped') throw err;
+    return entries.filter((entry) => entry.type === 'directory').map((entry) => entry.name);
+  }
+
+  async #removeIn(dir: DirHandle, wireDir: string, name: string): Promise<void> {
+    await this.#verify(dir, `${wireDir === '/' ? '' : wireDir}/${name}`);
+    await this.fs.rm(`${dir.path}/${name}`);
+  }
+
+  /** The deepest level's handle, opening again (and checking) the levels above it whose handles were let go. */
+  async #reopenLevels(levels: EmptyingLevel[]): Promise<DirHandle> {
+    const last = levels.length - 1;
+    let open = last;
+    while (levels[open]!.handle === null) open--;
+    for (let i = open + 1; i <= last; i++) {
+      const level = levels[i]!;
+      const child = await this.#openChild(levels[i - 1]!.handle!, level.name, level.wireDir);
+      if (child.dev !== level.dev || child.ino !== level.ino) {
+        await child.close();
+        throw new FolderRefusal('swapped', level.wireDir, 'was replaced while the folder was being removed');
       }
-      if (child) {
-        try {
-          await this.#empty(child, wirePath);
-        } finally {
-          await child.close();
-        }
-      }
-      await remove(entry.name);
+      level.handle = child;
+      // The one above it is let go unless it is kept anyway: the way down goes on from this one.
+      await this.#keepWindow(levels, i);
+    }
+    return levels[last]!.handle!;
+  }
+
+  /**
+   * Lets go of the handles below `top` that are neither among the REMOVE_DEEPEST deepest levels
+   * nor a checkpoint (a level whose depth is a multiple of the spacing, the smallest power of
+   * two that leaves at most REMOVE_CHECKPOINTS of them above the deepest), nor the level being
+   * opened again (`opening`), from which the way down goes on.
+   */
+  async #keepWindow(levels: EmptyingLevel[], opening = levels.length - 1): Promise<void> {
+    const depth = levels.length - 1;
+    const above = depth - REMOVE_DEEPEST;
+    let spacing = 1;
+    while (above / spacing > REMOVE_CHECKPOINTS) spacing *= 2;
+    for (let i = 1; i <= above; i++) {
+      const level = levels[i]!;
+      if (level.handle === null || i % spacing === 0 || i === opening) continue;
+      await level.handle.close();
+      level.handle = null;
     }
   }
 
@@ -777,10 +866,21 @@ export class StoreFolder {
    * progress). Called after each pass, so a folder the agent replaces between passes is opened
    * afresh by the next one.
    */
-  release(): void {
-    this.#retire(...this.#held.values());
+  async release(): Promise<void> {
+    const idle: DirHandle[] = [];
+    for (const held of this.#held.values()) {
+      // One no act is using is closed now, even while other acts run: nothing can be acting
+      // through it.
+      if (held.users === 0) idle.push(held.handle);
+      else this.#retire(held.handle);
+    }
     this.#held.clear();
-    if (this.#busy === 0) void this.#closeRetired();
+    // A caller that needs the descriptors back (a removal, a failed materialize) awaits this, and
+    // with it the closes an earlier release left under way.
+    const closing = Promise.all([this.#releasing, ...idle.map((handle) => handle.close().catch(() => {}))]).then(() => {});
+    this.#releasing = closing;
+    await closing;
+    if (this.#busy === 0) await this.#closeRetired();
   }
 
   /**
@@ -792,7 +892,7 @@ export class StoreFolder {
     this.#closed = true;
     // The chain's handles too, and also only once no act is in progress (a late locate may be
     // looking through them).
-    this.#retire(this.#root, ...this.#held.values(), ...this.chain.handles);
+    this.#retire(this.#root, ...this.#heldHandles(), ...this.chain.handles);
     this.#held.clear();
     if (this.#busy === 0) await this.#closeRetired();
   }
@@ -808,6 +908,10 @@ export class StoreFolder {
       this.#busy--;
       if (this.#busy === 0 && this.#retired.length > 0) await this.#closeRetired();
     }
+  }
+
+  #heldHandles(): DirHandle[] {
+    return [...this.#held.values()].map((held) => held.handle);
   }
 
   #retire(...handles: DirHandle[]): void {
@@ -862,13 +966,20 @@ export class StoreFolder {
   /**
    * Opens the folders above `wirePath` one at a time from the root handle. With `create`,
    * missing ones are made (0700) and then opened like any other, so a folder swapped right after
-   * its mkdir is refused, not entered.
+   * its mkdir is refused, not entered. Whatever the depth, the act holds at most one handle of
+   * its own (a folder the cache had no room for) once it is past it: the folder above is closed
+   * as soon as the one below it is open.
    */
   async #openParent(wirePath: string, segments: readonly string[], create: boolean): Promise<OpenedParent> {
-    // Handles opened for this act alone (the cache was full); closed when it ends.
-    const own: DirHandle[] = [];
+    // Held folders this act goes through: not closed to make room until it ends.
+    const using: HeldFolder[] = [];
+    // The folder opened for this act alone (the cache was full), while `dir` is it.
+    let own: DirHandle | null = null;
     const close = async () => {
-      for (const handle of own.reverse()) await handle.close();
+      for (const held of using.splice(0)) held.users--;
+      const mine = own;
+      own = null;
+      await mine?.close();
     };
     const root = this.#root;
     let dir = root;
@@ -876,30 +987,27 @@ export class StoreFolder {
       for (let i = 0; i < segments.length - 1; i++) {
         const name = segments[i]!;
         const wireDir = `/${segments.slice(0, i + 1).join('/')}`;
-        const held = this.#held.get(wireDir);
-        if (held) {
-          dir = held;
-          continue;
-        }
-        const pending = this.#opening.get(wireDir);
-        if (pending) {
-          // Another act is opening it: its handle, if it was held (not that act's own, which
-          // closes with it, and not one retired meanwhile). Else this act opens its own.
-          const shared = await pending.catch(() => null);
-          if (shared && this.#held.get(wireDir) === shared) {
-            dir = shared;
-            continue;
+        let next = this.#use(wireDir, using);
+        const pending = next ? undefined : this.#opening.get(wireDir);
+        // Another act is opening it: its handle, if it was held (not that act's own, which
+        // closes with it, and not one retired meanwhile). Else this act opens its own.
+        if (pending && (await pending.catch(() => null)) === this.#held.get(wireDir)?.handle) next = this.#use(wireDir, using);
+        let nextOwn: DirHandle | null = null;
+        if (!next) {
+          const opening = this.#openOrMake(dir, name, wireDir, create);
+          if (!pending) {
+            this.#opening.set(wireDir, opening);
+            const done = () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir);
+            void opening.then(done, done);
           }
+          const child = await opening;
+          next = await this.#hold(wireDir, child, using, root);
+          if (!next) nextOwn = next = child;
         }
-        const opening = this.#openOrMake(dir, name, wireDir, create);
-        if (!pending) {
-          this.#opening.set(wireDir, opening);
-          void opening.then(
-            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
-            () => this.#opening.get(wireDir) === opening && this.#opening.delete(wireDir),
-          );
-        }
-        dir = this.#hold(wireDir, await opening, own, root);
+        // The folder above is not needed once this one is open.
+        if (own) await own.close();
+        own = nextOwn;
+        dir = next;
       }
     } catch (err) {
       await close();
@@ -928,20 +1036,49 @@ export class StoreFolder {
     }
   }
 
-  /** Keeps `child` for later acts when there is room (or another act kept one first); else it is this act's own. */
-  #hold(wireDir: string, child: DirHandle, own: DirHandle[], root: DirHandle): DirHandle {
-    // Opened below a root the folder has since moved off (locate): this act's alone.
-    if (root !== this.#root) {
-      own.push(child);
-      return child;
-    }
-    const kept = this.#held.get(wireDir);
+  /** The held handle of `wireDir`, marked used by this act and most recently used; undefined when not held. */
+  #use(wireDir: string, using: HeldFolder[]): DirHandle | undefined {
+    const held = this.#held.get(wireDir);
+    if (!held) return undefined;
+    this.#held.delete(wireDir);
+    this.#held.set(wireDir, held);
+    held.users++;
+    using.push(held);
+    return held.handle;
+  }
+
+  /**
+   * Keeps `child` for later acts and returns the handle to use (`child`, or the one another act
+   * kept first, `child` then closed); undefined when it stays this act's own: the cache is full
+   * of folders in use, or `child` was opened below a root the folder has since moved off.
+   */
+  async #hold(wireDir: string, child: DirHandle, using: HeldFolder[], root: DirHandle): Promise<DirHandle | undefined> {
+    if (root !== this.#root) return undefined;
+    const kept = this.#use(wireDir, using);
     if (kept) {
-      own.push(child);
+      await child.close();
       return kept;
     }
-    if (this.#held.size < MAX_HELD_FOLDERS) this.#held.set(wireDir, child);
-    else own.push(child);
+    if (this.#held.size >= MAX_HELD_FOLDERS) {
+      // The least recently used folder no act is using: nothing can be acting through it, so its
+      // descriptor is closed at once (waiting for the store to be idle could take the whole pass).
+      for (const [key, held] of this.#held) {
+        if (held.users > 0) continue;
+        this.#held.delete(key);
+        await held.handle.close().catch(() => {});
+        break;
+      }
+      // Other acts ran during that close: one may have kept this folder, or taken the room.
+      const keptMeanwhile = this.#use(wireDir, using);
+      if (keptMeanwhile) {
+        await child.close();
+        return keptMeanwhile;
+      }
+      if (this.#held.size >= MAX_HELD_FOLDERS || root !== this.#root) return undefined;
+    }
+    const held: HeldFolder = { handle: child, users: 1 };
+    this.#held.set(wireDir, held);
+    using.push(held);
     return child;
   }
 
@@ -993,6 +1130,23 @@ export class StoreFolder {
 interface OpenedParent {
   dir: DirHandle;
   close(): Promise<void>;
+}
+
+/** One folder on the chain `#empty` is in: its name in the one above, its identity, its handle while held. */
+interface EmptyingLevel {
+  readonly name: string;
+  readonly wireDir: string;
+  readonly dev: number;
+  readonly ino: number;
+  handle: DirHandle | null;
+  /** Its folders not visited yet; null until its other entries are removed. */
+  subfolders: string[] | null;
+}
+
+/** A subfolder handle kept between acts, and how many acts are using it now. */
+interface HeldFolder {
+  readonly handle: DirHandle;
+  users: number;
 }
 
 /** A folder at `wirePath` cannot hold a memory: every path inside it breaks the service's path limits. */

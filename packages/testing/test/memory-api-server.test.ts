@@ -293,6 +293,22 @@ describe('test controls', () => {
     expect(server.requests.map((r) => r.status)).toEqual([529, 529, 429, 200]);
   });
 
+  it('fails every request of one store (of some routes) while its standing fault is set, and serves the others', async () => {
+    server.createStore('memstore_2');
+    server.failStore(STORE, 503);
+    server.failStore('memstore_2', 429, { routes: ['create'] });
+    expect((await call('GET', memories())).status).toBe(503);
+    expect((await call('GET', memories())).status).toBe(503);
+    expect((await call('GET', '/v1/memory_stores/memstore_2/memories')).status).toBe(200);
+    const limited = await call('POST', '/v1/memory_stores/memstore_2/memories', { body: { path: '/a', content: 'x' } });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('2');
+    server.failStore(STORE, undefined);
+    expect((await call('GET', memories())).status).toBe(200);
+    expect([server.requestCountFor(STORE), server.requestCountFor('memstore_2')]).toEqual([3, 2]);
+    expect(() => server.failStore(STORE, 200)).toThrow(RangeError);
+  });
+
   it('changes nothing on a faulted write', async () => {
     server.failNext('create', 500);
     const res = await call('POST', memories(), { body: { path: '/a', content: 'x' } });

@@ -46,7 +46,7 @@ export class FaultPlan {
 }
 
 /** Throws a RangeError for anything `Fault` does not describe. */
-function checkFault(fault: Fault): void {
+export function checkFault(fault: Fault): void {
   if (typeof fault === 'string') {
     if (fault !== 'disconnect' && fault !== 'hang') {
       throw new RangeError(`a fault is an HTTP error status, 'disconnect', 'hang' or { afterApplying }, not ${JSON.stringify(fault)}`);

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, apiErrorFor, errorBody, errorTypeForStatus, invalidRequest, retryHeaders } from './api-error.js';
 import { ControlPlaneEmulator, type ControlPlaneOptions } from './control-plane.js';
-import { FaultPlan, RandomWriteFaults, type Fault, type RandomWriteFaultOptions } from './faults.js';
+import { checkFault, FaultPlan, RandomWriteFaults, type Fault, type RandomWriteFaultOptions } from './faults.js';
 import { handlers, ROUTES_WITH_BODY } from './handlers.js';
 import { parseJsonObject, readBody, sendJson } from './http-io.js';
 import { MemoryService, randomId, type MemoryServiceOptions } from '../model/memory-service.js';
@@ -98,6 +98,8 @@ export class MemoryApiServer extends MemoryService {
   readonly #skills: SkillRegistry;
   readonly #faults = new FaultPlan();
   #randomFaults: RandomWriteFaults | undefined;
+  /** Standing faults by store id (`failStore`): every request of their routes fails while set. */
+  readonly #storeFaults = new Map<string, { fault: Fault; routes: ReadonlySet<RouteName> | null }>();
   #server: Server | undefined;
   #closing = false;
   /** Connections of requests held by a `'hang'` fault: closed by `close()`. */
@@ -181,8 +183,29 @@ export class MemoryApiServer extends MemoryService {
     return this.#randomFaults;
   }
 
+  /**
+   * From now on, every request for store `storeId` (of `routes` only, when given) fails with
+   * `fault`, as a store that is down (503), rate-limited (429, with `retryAfterSeconds`) or whose
+   * writes hang (`'hang'` on `WRITE_ROUTES`) does, until `failStore(storeId, undefined)`. The
+   * other stores are served as usual. A fault queued by `failNext` is taken first.
+   */
+  failStore(storeId: string, fault: Fault | undefined, opts: { routes?: readonly RouteName[] } = {}): void {
+    if (fault === undefined) {
+      this.#storeFaults.delete(storeId);
+      return;
+    }
+    checkFault(fault);
+    this.#storeFaults.set(storeId, { fault, routes: opts.routes ? new Set(opts.routes) : null });
+  }
+
+  /** Requests received for store `storeId` (its memory routes), retries by the SDK counting one each. */
+  requestCountFor(storeId: string): number {
+    return this.requests.filter((r) => r.storeId === storeId).length;
+  }
+
   clearFaults(): void {
     this.#faults.clear();
+    this.#storeFaults.clear();
     this.#randomFaults = undefined;
   }
 
@@ -255,7 +278,11 @@ export class MemoryApiServer extends MemoryService {
       }
       res.once('finish', () => (record.status = res.statusCode));
 
-      const fault = this.#faults.take(match.route) ?? this.#randomFaults?.take(match.route);
+      const standing = this.#storeFaults.get(match.storeId);
+      const fault =
+        this.#faults.take(match.route) ??
+        (standing && (standing.routes === null || standing.routes.has(match.route)) ? standing.fault : undefined) ??
+        this.#randomFaults?.take(match.route);
       if (fault === 'disconnect') {
         req.socket.destroy();
         return;

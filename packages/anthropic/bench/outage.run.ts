@@ -96,7 +96,7 @@ async function toolCall(mounter: MemoryMounter, at: number): Promise<number> {
   const report = await mounter.reconcile();
   const hold = performance.now() - started;
   if (report === null) {
-    while (!mounter.status().every((s) => s.lastPassAt === at)) await new Promise((r) => setTimeout(r, 20));
+    while (!mounter.status().every((s) => s.lastPassAt !== null && Date.parse(s.lastPassAt) === at)) await new Promise((r) => setTimeout(r, 20));
   }
   return hold;
 }

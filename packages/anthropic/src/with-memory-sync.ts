@@ -28,7 +28,7 @@ export interface WithMemorySyncOptions {
  * - before a write tool runs, its target goes through `mounter.checkWrite`; a refused write
  *   becomes an error result the agent can read (a `ToolError`), and the file is not touched;
  * - after every tool run, `mounter.reconcile()` (throttled by `memory_sync_interval`), which
- *   holds the call at most the mounter's `syncWait` (2 s): a pass still running goes on in the
+ *   holds the call at most the mounter's `syncWait` (1.9 s): a pass still running goes on in the
  *   background. A sync problem is logged, never turned into a failed tool call.
  * With a `null` mounter (memory disabled or no stores) the tools are returned as they are.
  */

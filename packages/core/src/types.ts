@@ -144,7 +144,7 @@ export interface MemoryMounterOptions {
    * for its pass. A pass still running then goes on in the background: the call resolves `null`,
    * the next call joins that pass instead of starting another, and its result reaches the events,
    * `status()` and the log as usual. `reconcile({ force: true })` waits for the whole pass
-   * (bounded by `syncTimeout`). A finite number >= 0. Default 2.
+   * (bounded by `syncTimeout`). A finite number >= 0. Default 1.9 (a late timer still holds a call under 2 s).
    */
   syncWait?: number;
   /**

@@ -60,6 +60,10 @@ export type WorkerMounterOptions = Omit<
  * is refused, as the SDK refuses it), plus this library's.
  */
 export interface EnvironmentWorkerOptions extends Omit<SdkEnvironmentWorkerOptions, 'unrestrictedPaths'> {
+  /** Milliseconds a session may go without an event before its run is ended, as the SDK's worker takes it. */
+  maxIdleMs?: number;
+  /** This worker's name in the work queue (its polls and heartbeats), as the SDK's worker takes it; default one of its own. */
+  workerId?: string;
   /** Where `/mnt/memory` lies on this host; default `/mnt/memory`. The operator creates it. */
   memoryRoot?: string;
   /** The disk the stores are mounted on; default the real one (`NodeFileSystem`). */

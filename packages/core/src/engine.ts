@@ -53,13 +53,17 @@ export type {
   RenameLocal,
   RenameRemote,
   Row,
+  NoteMove,
 } from './plan.js';
 export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './absence.js';
-export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide } from './renames.js';
-export { scanStore, CARRY_BUDGET_BYTES, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry } from './scan.js';
+export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide, type RenameOntoNewFile } from './renames.js';
+export { scanStore, CARRY_BUDGET_BYTES, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry, type ScanReuse, type FolderRecord } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
-export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit } from './store-folder.js';
+export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit, type WalkReuse } from './store-folder.js';
+export type { MountChain, FolderIdentity, ChainProblem } from './mount-chain.js';
+export { FolderWatch } from './folder-watch.js';
+export type { TransferSlots, StoreSlots } from './fair-slots.js';
 export { indexRemote, alignLocalCase, type RemoteIndex } from './remote-index.js';
 export { applyPlan, type ApplyIO, type Outcome, type Result } from './apply.js';
 export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './settle.js';

@@ -52,6 +52,7 @@ export {
   type StateRecord,
   type RecordPhase,
   type ParsedRecord,
+  type RecordedFolderId,
 } from './state-record.js';
 export * from './limits.js';
 export { memoryPathProblem, mountablePathProblem } from './memory-path.js';

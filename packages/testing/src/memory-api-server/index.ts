@@ -1,7 +1,7 @@
 export { MemoryApiServer } from './memory-api-server.js';
 export type { MemoryApiServerOptions, RecordedRequest } from './memory-api-server.js';
 export type { RouteName } from './routes.js';
-export type { SessionSeed, SessionWire } from './sessions.js';
+export { sessionWire, type SessionSeed, type SessionWire } from './sessions.js';
 export { tarArchive, type SkillSeed, type SkillVersionWire } from './skills.js';
 export { RandomWriteFaults, WRITE_ROUTES, type AppliedFault, type Fault, type RandomWriteFaultOptions } from './faults.js';
 export {

@@ -25,7 +25,7 @@ export class FaultyFileSystem implements FileSystem {
   /** Present when `inner` has it, and then faultable like the rest (a fault names `from`, as for `rename`). */
   readonly link?: (from: string, to: string) => Promise<void>;
   /** Present when `inner` has it, and then faultable like the rest (a fault: the watch cannot start). */
-  readonly watchDir?: FileSystem['watchDir'];
+  readonly watchDir?: NonNullable<FileSystem['watchDir']>;
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);

@@ -73,35 +73,50 @@ const MOUNTER_EVENTS: readonly MounterEventName[] = ['conflict', 'pulled', 'push
  * refuses one under 5 s) up to an hour.
  */
 export class EnvironmentWorker {
-  readonly client: Anthropic;
-  readonly environmentId: string | undefined;
-  readonly environmentKey: string | undefined;
-  readonly tools: EnvironmentWorkerTools | undefined;
-  readonly workdir: string;
-  readonly maxFileBytes: number | null | undefined;
-  readonly maxIdleMs: number | undefined;
-  readonly memorySyncIntervalMs: number | null | undefined;
-  readonly memorySyncDeletions: DeletionMode;
-  readonly workerId: string | undefined;
-  readonly requestOptions: EnvironmentWorkerOptions['requestOptions'];
   readonly #options: EnvironmentWorkerOptions;
   readonly #logger: Logger;
+
+  // The SDK worker's public properties, by its names: each reads the option as given, with the
+  // SDK's defaults (the working directory, deletions enabled) where it has one.
+  get client(): Anthropic {
+    return this.#options.client;
+  }
+  get environmentId(): string | undefined {
+    return this.#options.environmentId;
+  }
+  get environmentKey(): string | undefined {
+    return this.#options.environmentKey;
+  }
+  get tools(): EnvironmentWorkerTools | undefined {
+    return this.#options.tools;
+  }
+  get workdir(): string {
+    return this.#options.workdir ?? process.cwd();
+  }
+  get maxFileBytes(): number | null | undefined {
+    return this.#options.maxFileBytes;
+  }
+  get maxIdleMs(): number | undefined {
+    return this.#options.maxIdleMs;
+  }
+  get memorySyncIntervalMs(): number | null | undefined {
+    return this.#options.memorySyncIntervalMs;
+  }
+  get memorySyncDeletions(): DeletionMode {
+    return this.#options.memorySyncDeletions ?? 'enabled';
+  }
+  get workerId(): string | undefined {
+    return this.#options.workerId;
+  }
+  get requestOptions(): EnvironmentWorkerOptions['requestOptions'] {
+    return this.#options.requestOptions;
+  }
 
   /** Throws `MemoryConfigError` naming the option at fault (an unknown key included). */
   constructor(options: EnvironmentWorkerOptions) {
     checkWorkerOptions(options);
-    this.#options = options;
-    this.client = options.client;
-    this.environmentId = options.environmentId;
-    this.environmentKey = options.environmentKey;
-    this.tools = options.tools;
-    this.workdir = options.workdir ?? process.cwd();
-    this.maxFileBytes = options.maxFileBytes;
-    this.maxIdleMs = options.maxIdleMs;
-    this.memorySyncIntervalMs = options.memorySyncIntervalMs;
-    this.memorySyncDeletions = options.memorySyncDeletions ?? 'enabled';
-    this.workerId = options.workerId;
-    this.requestOptions = options.requestOptions;
+    // A copy: the worker's settings do not change under it if the caller's object does.
+    this.#options = { ...options, workdir: options.workdir ?? process.cwd() };
     this.#logger = options.logger ?? debugLogger();
     // The mounter's options are checked now, not at the first item: a bad memoryRoot, stateDir
     // or time bound is the operator's to fix before any work is claimed. Construction does no I/O.

@@ -1,4 +1,6 @@
 import { asStoreError, listAll, storeCall, StoreError, type StoreErrorKind } from './errors.js';
+import type { Outcome, Result } from './outcome.js';
+import type { RemoteChange } from './remote-feed.js';
 import { sentThenDeleted } from './push-history.js';
 import { FairSlots, type TransferSlots } from './fair-slots.js';
 import { errorCode, unchangedSince } from './file-system.js';
@@ -6,7 +8,6 @@ import { MAX_MEMORY_BYTES } from './limits.js';
 import { readMarker } from './marker.js';
 import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote, ReportAction, Transfer, Update } from './plan.js';
 import type { PathReasonCode } from './reasons.js';
-import type { RemoteChange } from './remote-feed.js';
 import type { CarriedContent } from './scan.js';
 import { sha256Hex } from './sha256.js';
 import { spreadByFolder } from './start-order.js';
@@ -14,7 +15,8 @@ import type { StoreClient, StoreMemory } from './store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from './store-folder.js';
 import type { Logger } from './types.js';
 import { decodeUtf8, encodeUtf8 } from './utf8.js';
-import { conflictCopyPath, type StoreEvents } from './events.js';
+import type { StoreEvents } from './events.js';
+import { conflictCopyPath } from './temp-files.js';
 
 /**
  * The executor: performs a plan's transfers through the two seams, with at most `concurrency`
@@ -49,31 +51,6 @@ export interface ApplyIO {
    * never refused): only then is a memory's history asked for (see `sentBeforeDeletion`).
    */
   feedUsable?: boolean;
-}
-
-/**
- * What became of one transfer.
- * - `done`: it happened. `sha` is what the path now holds on both sides (a pull's content, a
- *   push's sent content); absent for deletes. `sent: false` for a `log_only` remote delete,
- *   which passed its checks and was only logged.
- * - `skipped`: the last-moment re-check found the world not as planned; nothing was changed.
- * - `failed`: a store call or the disk failed; `error` is the StoreError kind (or `filesystem`).
- *   `cutOff`: the time bound had run out by then (the call was most likely cancelled by it).
- * - `cut_off`: never started, the time bound had run out.
- */
-export type Result =
-  | { kind: 'done'; sha?: string; sent?: false }
-  | { kind: 'skipped'; code: PathReasonCode; detail: string }
-  | { kind: 'failed'; error: StoreErrorKind | 'filesystem'; message: string; cutOff: boolean; cause?: unknown }
-  | { kind: 'cut_off' };
-
-export interface Outcome<T extends Transfer = Transfer> {
-  action: T;
-  result: Result;
-  /** What the store answered about memories along the way (a write's result, a fetch, a delete), for the remote view. */
-  learned: RemoteChange[];
-  /** For a `rename_local` done whose `then` is a transfer: what became of that follow-up. */
-  then?: Outcome;
 }
 
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */

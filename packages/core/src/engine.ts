@@ -57,7 +57,8 @@ export type {
 } from './plan.js';
 export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './absence.js';
 export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide, type RenameOntoNewFile } from './renames.js';
-export { scanStore, CARRY_BUDGET_BYTES, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry, type ScanReuse, type FolderRecord } from './scan.js';
+export { CARRY_BUDGET_BYTES } from './limits.js';
+export { scanStore, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry, type ScanReuse, type FolderRecord } from './scan.js';
 export type { MarkerState } from './marker.js';
 export { assessFolder, type FolderVerdict } from './folder-trust.js';
 export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit, type WalkReuse } from './store-folder.js';
@@ -65,7 +66,8 @@ export type { MountChain, FolderIdentity, ChainProblem } from './mount-chain.js'
 export { FolderWatch } from './folder-watch.js';
 export type { TransferSlots, StoreSlots } from './fair-slots.js';
 export { indexRemote, alignLocalCase, type RemoteIndex } from './remote-index.js';
-export { applyPlan, type ApplyIO, type Outcome, type Result } from './apply.js';
+export { applyPlan, type ApplyIO } from './apply.js';
+export type { Outcome, Result } from './outcome.js';
 export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './settle.js';
 export { reason, type Reason, type ReasonCode, type StoreReasonCode, type PathReasonCode } from './reasons.js';
 export type { StoreEvents } from './events.js';

@@ -1,7 +1,4 @@
-import { EventEmitter } from 'node:events';
-import { debugLogger } from './logger.js';
 import type { PathReasonCode } from './reasons.js';
-import type { Logger } from './types.js';
 
 /**
  * What a MemoryMounter tells its listeners (`mounter.on(event, listener)`), with Node
@@ -97,62 +94,4 @@ export interface StoreEvents {
   refused(e: { path: string; code: PathReasonCode; reason: string }): void;
   /** Counts of the current phase; dropped outside materialize and finalize. */
   progress(done: number, total: number): void;
-}
-
-/** A typed EventEmitter whose `emit` survives throwing listeners. */
-export class MounterEventEmitter extends EventEmitter {
-  /** Where a throwing listener is reported. */
-  protected eventLogger(): Logger {
-    return debugLogger();
-  }
-
-  override on<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
-    return super.on(event, listener as (...args: unknown[]) => void);
-  }
-
-  override once<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
-    return super.once(event, listener as (...args: unknown[]) => void);
-  }
-
-  override off<K extends MounterEventName>(event: K, listener: (...args: MounterEvents[K]) => void): this {
-    return super.off(event, listener as (...args: unknown[]) => void);
-  }
-
-  /**
-   * Calls each listener in turn; one that throws is logged and the next still runs. Returns
-   * whether any listener was called, as EventEmitter's does.
-   */
-  override emit<K extends MounterEventName>(event: K, ...args: MounterEvents[K]): boolean {
-    // rawListeners: a `once` wrapper removes itself when called, as with a plain emit.
-    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
-    for (const listener of listeners) {
-      try {
-        const result = listener.apply(this, args);
-        // An async listener's rejection is this one's too: never an unhandled rejection.
-        if (result instanceof Promise) result.catch((err: unknown) => this.listenerThrew(event, err));
-      } catch (err) {
-        this.listenerThrew(event, err);
-      }
-    }
-    return listeners.length > 0;
-  }
-
-  private listenerThrew(event: string, err: unknown): void {
-    this.eventLogger().warn('event listener threw; the sync goes on', { event, error: err instanceof Error ? err.message : String(err) });
-  }
-}
-
-/**
- * `<name>.conflict-<timestamp>.<ext>` beside `path`: `/a/notes.md` at 2025-01-02T03:04:05.678Z
- * -> `/a/notes.conflict-20250102T030405678Z.md`. A name without an extension (or a dotfile)
- * gets the suffix at its end. Such names never sync (see isConflictCopyName).
- */
-export function conflictCopyPath(path: string, at: number): string {
-  const slash = path.lastIndexOf('/');
-  const dir = path.slice(0, slash + 1);
-  const base = path.slice(slash + 1);
-  const stamp = new Date(at).toISOString().replace(/[-:.]/g, '');
-  const dot = base.lastIndexOf('.');
-  if (dot <= 0) return `${dir}${base}.conflict-${stamp}`;
-  return `${dir}${base.slice(0, dot)}.conflict-${stamp}${base.slice(dot)}`;
 }

@@ -34,3 +34,9 @@ export const MAX_BREAKER_DELAY_MS = 300_000;
 export const DEFAULT_TRANSFER_CONCURRENCY = 32;
 export const DEFAULT_FULL_LISTING_EVERY = 100;
 export const DEFAULT_FULL_LISTING_INTERVAL_S = 600;
+
+/**
+ * The bytes a pass keeps for its pushes: 32 MiB is 320 files at the 100 kB limit and all of a
+ * 2,000-file store of 1 kB memories, and small beside what a Node process holds anyway.
+ */
+export const CARRY_BUDGET_BYTES = 32 * 1024 * 1024;

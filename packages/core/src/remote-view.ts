@@ -24,8 +24,7 @@ import type { StoreClient, StoreMemoryVersion } from './store-client.js';
 import type { Logger } from './types.js';
 import type { TransferSlots } from './fair-slots.js';
 import type { AbsenceEvidence } from './absence.js';
-import { LIST_PAGE_SIZE_WITH_CONTENT, MAX_MEMORY_BYTES } from './limits.js';
-import { CARRY_BUDGET_BYTES } from './scan.js';
+import { CARRY_BUDGET_BYTES, LIST_PAGE_SIZE_WITH_CONTENT, MAX_MEMORY_BYTES } from './limits.js';
 import { sha256Hex } from './sha256.js';
 import { encodeUtf8 } from './utf8.js';
 

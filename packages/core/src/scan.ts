@@ -69,11 +69,6 @@ export interface ScanCarry {
   budgetBytes: number;
 }
 
-/**
- * The bytes a pass keeps for its pushes: 32 MiB is 320 files at the 100 kB limit and all of a
- * 2,000-file store of 1 kB memories, and small beside what a Node process holds anyway.
- */
-export const CARRY_BUDGET_BYTES = 32 * 1024 * 1024;
 
 /**
  * What a previous scan learnt of each file, so an unchanged file is not read again. Kept by the

@@ -1,4 +1,4 @@
-import type { Outcome } from './apply.js';
+import type { Outcome } from './outcome.js';
 import type { Action, Plan, Transfer } from './plan.js';
 import type { PathReasonCode } from './reasons.js';
 import type { StoreSyncReport } from './reports.js';

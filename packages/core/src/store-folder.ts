@@ -6,8 +6,7 @@ import { MountChain, reachMountChain, type FolderIdentity } from './mount-chain.
 import type { PathReasonCode } from './reasons.js';
 import { escapeForTerminal } from './terminal-text.js';
 import { sha256Hex } from './sha256.js';
-import { conflictCopyPath } from './events.js';
-import { tempFileName } from './temp-files.js';
+import { conflictCopyPath, tempFileName } from './temp-files.js';
 
 /**
  * The one object through which the engine touches a store folder: scan, read, write, mkdir,

@@ -53,3 +53,18 @@ export function isConflictCopyName(name: string): boolean {
 export function isUnsyncedName(name: string): boolean {
   return isTempFileName(name) || isConflictCopyName(name);
 }
+
+/**
+ * `<name>.conflict-<timestamp>.<ext>` beside `path`: `/a/notes.md` at 2025-01-02T03:04:05.678Z
+ * -> `/a/notes.conflict-20250102T030405678Z.md`. A name without an extension (or a dotfile)
+ * gets the suffix at its end. Such names never sync (see isConflictCopyName).
+ */
+export function conflictCopyPath(path: string, at: number): string {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash + 1);
+  const base = path.slice(slash + 1);
+  const stamp = new Date(at).toISOString().replace(/[-:.]/g, '');
+  const dot = base.lastIndexOf('.');
+  if (dot <= 0) return `${dir}${base}.conflict-${stamp}`;
+  return `${dir}${base.slice(0, dot)}.conflict-${stamp}${base.slice(dot)}`;
+}

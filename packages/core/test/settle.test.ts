@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Outcome, Result } from '../src/apply.js';
+import type { Outcome, Result } from '../src/outcome.js';
 import type { Action, Plan, Transfer } from '../src/plan.js';
 import { settle, type SettledState } from '../src/settle.js';
 

@@ -29,7 +29,7 @@
  * push-only pass (finalize's flush) is `pushOnlyView(plan)`. The library a host normally uses
  * is the package's main entry, `@memory-mounter/core`.
  */
-export { planStore, planActions, pushOnlyView, classify, deleteCap, settleUnknownWrites } from './plan.js';
+export { planStore, planActions, pushOnlyView, classify, deleteCap, settleUnknownWrites } from './decide/plan.js';
 export type {
   Action,
   Transfer,
@@ -54,22 +54,22 @@ export type {
   RenameRemote,
   Row,
   NoteMove,
-} from './plan.js';
-export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './absence.js';
-export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide, type RenameOntoNewFile } from './renames.js';
-export { CARRY_BUDGET_BYTES } from './limits.js';
-export { scanStore, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry, type ScanReuse, type FolderRecord } from './scan.js';
-export type { MarkerState } from './marker.js';
-export { assessFolder, type FolderVerdict } from './folder-trust.js';
-export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit, type WalkReuse } from './store-folder.js';
-export type { MountChain, FolderIdentity, ChainProblem } from './mount-chain.js';
-export { FolderWatch } from './folder-watch.js';
-export type { TransferSlots, StoreSlots } from './fair-slots.js';
-export { indexRemote, alignLocalCase, type RemoteIndex } from './remote-index.js';
-export { applyPlan, type ApplyIO } from './apply.js';
-export type { Outcome, Result } from './outcome.js';
-export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './settle.js';
-export { reason, type Reason, type ReasonCode, type StoreReasonCode, type PathReasonCode } from './reasons.js';
-export type { StoreEvents } from './events.js';
-export type { RemoteChange, ListedMemory } from './remote-feed.js';
-export { emptySyncState, type SyncState } from './sync-state.js';
+} from './decide/plan.js';
+export { judgeAbsence, MAX_ABSENCE_GETS, type AbsenceEvidence, type AbsenceVerdict } from './decide/absence.js';
+export { detectRenames, baselineIdsAfter, type Renames, type RenameInput, type LocalRename, type RemoteRename, type RemoteSide, type RenameOntoNewFile } from './decide/renames.js';
+export { CARRY_BUDGET_BYTES } from './model/limits.js';
+export { scanStore, type CachedHash, type CarriedContent, type LocalFile, type LocalSnapshot, type ScanCache, type ScanCarry, type ScanReuse, type FolderRecord } from './local/scan.js';
+export type { MarkerState } from './local/marker.js';
+export { assessFolder, type FolderVerdict } from './decide/folder-trust.js';
+export { StoreFolder, FolderRefusal, MAX_HELD_FOLDERS, REMOVE_WINDOW, type RefusalCode, type LocalRead, type FolderFile, type FolderVisit, type WalkReuse } from './local/store-folder.js';
+export type { MountChain, FolderIdentity, ChainProblem } from './local/mount-chain.js';
+export { FolderWatch } from './local/folder-watch.js';
+export type { TransferSlots, StoreSlots } from './remote/fair-slots.js';
+export { indexRemote, alignLocalCase, type RemoteIndex } from './decide/remote-index.js';
+export { applyPlan, type ApplyIO } from './pass/apply.js';
+export type { Outcome, Result } from './decide/outcome.js';
+export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './decide/settle.js';
+export { reason, type Reason, type ReasonCode, type StoreReasonCode, type PathReasonCode } from './model/reasons.js';
+export type { StoreEvents } from './model/events.js';
+export type { RemoteChange, ListedMemory } from './decide/feed-fold.js';
+export { emptySyncState, type SyncState } from './model/sync-state.js';

@@ -1,18 +1,18 @@
 // `@memory-mounter/core`: the library a host uses (MemoryMounter, its seams, errors, reports).
 // The engine's parts, for a host that builds its own loop, are `@memory-mounter/core/engine`.
-export { MemoryMounter } from './mounter.js';
-export { mountPathSlug } from './mount-path.js';
-export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './kernel-path.js';
-export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './logger.js';
-export { escapeForTerminal, jsonForTerminal } from './terminal-text.js';
-export { MounterEventEmitter } from './event-emitter.js';
-export { conflictCopyPath } from './temp-files.js';
-export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
-export type { StoreStatus, UnknownWrite } from './status.js';
-export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
-export type { EntryType, FileStat, DirEntry, DirHandle, DirWatch, OpenFile, FileSystem, WriteOptions } from './file-system.js';
-export { errorCode, fsError, unpinnedDirHandle } from './file-system.js';
-export { NodeFileSystem, type OpenFlagConstants } from './node-file-system.js';
+export { MemoryMounter } from './session/mounter.js';
+export { mountPathSlug } from './model/mount-path.js';
+export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from './local/kernel-path.js';
+export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './session/logger.js';
+export { escapeForTerminal, jsonForTerminal } from './model/terminal-text.js';
+export { MounterEventEmitter } from './session/event-emitter.js';
+export { conflictCopyPath } from './model/unsynced-names.js';
+export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './model/events.js';
+export type { StoreStatus, UnknownWrite } from './session/status.js';
+export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './model/types.js';
+export type { EntryType, FileStat, DirEntry, DirHandle, DirWatch, OpenFile, FileSystem, WriteOptions } from './local/file-system.js';
+export { errorCode, fsError, unpinnedDirHandle } from './local/file-system.js';
+export { NodeFileSystem, type OpenFlagConstants } from './local/node-file-system.js';
 export type {
   StoreMemory,
   StoreClient,
@@ -21,7 +21,7 @@ export type {
   StoreListVersionsOptions,
   StoreListFolderOptions,
   StoreFolderEntry,
-} from './store-client.js';
+} from './remote/store-client.js';
 export {
   MemoryConfigError,
   MemoryMountError,
@@ -29,8 +29,8 @@ export {
   MemoryLifecycleError,
   StoreError,
   asStoreError,
-} from './errors.js';
-export type { MountErrorCode, StoreErrorKind } from './errors.js';
+} from './model/errors.js';
+export type { MountErrorCode, StoreErrorKind } from './model/errors.js';
 export type {
   StoreSyncReport,
   SyncReport,
@@ -41,10 +41,10 @@ export type {
   PathReport,
   UnpushedReport,
   StoreRead,
-} from './reports.js';
-export type { FullListingReason, FeedDoubtCode } from './remote-feed.js';
-export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './reasons.js';
-export type { RecoverOptions } from './recover.js';
+} from './model/reports.js';
+export type { FullListingReason, FeedDoubtCode } from './decide/feed-fold.js';
+export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './model/reasons.js';
+export type { RecoverOptions } from './recovery/recover.js';
 export {
   recordFileName,
   parseRecord,
@@ -54,8 +54,8 @@ export {
   type RecordPhase,
   type ParsedRecord,
   type RecordedFolderId,
-} from './state-record.js';
-export * from './limits.js';
-export { memoryPathProblem, mountablePathProblem } from './memory-path.js';
-export { tempFileName, isTempFileName, isConflictCopyName, isUnsyncedName } from './temp-files.js';
-export { sha256Hex } from './sha256.js';
+} from './recovery/record-file.js';
+export * from './model/limits.js';
+export { memoryPathProblem, mountablePathProblem } from './model/memory-path.js';
+export { tempFileName, isTempFileName, isConflictCopyName, isUnsyncedName } from './model/unsynced-names.js';
+export { sha256Hex } from './model/sha256.js';

@@ -67,7 +67,7 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
 
       // Pass 3: no version names /b.md, but the feed shows the other writer's deletion of /a.md
       // in the window of pass 2's listing, which does not account for it: that listing may have
-      // missed memories (it did), so this pass lists again, once (remote-feed.ts,
+      // missed memories (it did), so this pass lists again, once (feed-fold.ts,
       // `listed_while_written`). Nothing has to come back: /b.md never left.
       const fed = h.client.requests.length;
       const after = only(await m.reconcile({ force: true }));
@@ -162,7 +162,7 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
 
   it('a deletion the feed reports is corroborated: the file goes in that pass, with no get', async () => {
     const m = await h.mountNotes();
-    // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+    // The first read after the download also checks its listing (feed-fold.ts, `listed_while_written`): made here with nothing new.
     await m.reconcile({ force: true });
     h.client.deleteMemory(STORE, '/b.md');
     h.clock.advance(1);

@@ -5,8 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { NodeFileSystem, sha256Hex, type FileStat, type FileSystem } from '@memory-mounter/core';
 import { applyPlan, scanStore, StoreFolder, type ApplyIO, type Outcome, type Transfer } from '@memory-mounter/core/engine';
-import { writeMarker } from '../src/marker.js';
-import { MARKER_FILE } from '../src/limits.js';
+import { writeMarker } from '../src/local/marker.js';
+import { MARKER_FILE } from '../src/model/limits.js';
 import { DISKS, RecordingLogger } from './harness.js';
 
 /**

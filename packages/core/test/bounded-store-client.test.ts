@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError, type StoreClient, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
-import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/bounded-store-client.js';
+import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/remote/bounded-store-client.js';
 
 /** The StoreClient decorator alone: each call bounded, the safe ones retried (SPEC 6.2). */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { breakerAfter, breakerDecision, breakerStarted, CLOSED, type BreakerState } from '../src/breaker.js';
+import { breakerAfter, breakerDecision, breakerStarted, CLOSED, type BreakerState } from '../src/decide/breaker.js';
 
 const policy = { baseMs: 15_000, maxMs: 300_000 };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FairSlots } from '../src/fair-slots.js';
+import { FairSlots } from '../src/remote/fair-slots.js';
 
 /** Work that holds its slot until released by hand. */
 function held() {

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import type { MemoryMounter, StoreMemoryVersion } from '@memory-mounter/core';
-import { FEED_CONTENT_MAX_VERSIONS } from '../src/remote-view.js';
-import { MAX_MEMORY_BYTES } from '../src/limits.js';
-import { sha256Hex } from '../src/sha256.js';
-import { encodeUtf8 } from '../src/utf8.js';
+import { FEED_CONTENT_MAX_VERSIONS } from '../src/remote/remote-view.js';
+import { MAX_MEMORY_BYTES } from '../src/model/limits.js';
+import { sha256Hex } from '../src/model/sha256.js';
+import { encodeUtf8 } from '../src/model/utf8.js';
 import { DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 /**

@@ -1,7 +1,7 @@
 import { mkdirSync, readlinkSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem, type DirWatch, type FileSystem } from '@memory-mounter/core';
-import { FULL_SCAN_EVERY_PASSES } from '../src/folder-watch.js';
+import { FULL_SCAN_EVERY_PASSES } from '../src/local/folder-watch.js';
 import { notesResource, STORE, useHarness } from './harness.js';
 
 /**

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import { StoreError, type MemoryMounter, type MemoryMounterOptions, type StoreMemoryVersion } from '@memory-mounter/core';
-import { FEED_OVERLAP_MS } from '../src/remote-feed.js';
-import { DEFAULT_TRANSFER_CONCURRENCY } from '../src/limits.js';
-import { fanOutPays } from '../src/store-listing.js';
+import { FEED_OVERLAP_MS } from '../src/decide/feed-fold.js';
+import { DEFAULT_TRANSFER_CONCURRENCY } from '../src/model/limits.js';
+import { fanOutPays } from '../src/remote/store-listing.js';
 import { notesResource, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
 
 /**
@@ -93,7 +93,7 @@ describe('incremental sync through the change feed', () => {
 
   it('a remote change costs one feed page, its content with it; a rename and a delete none more', async () => {
     const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta', '/d/c.md': 'gamma' });
-    // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+    // The first read after the download also checks its listing (feed-fold.ts, `listed_while_written`): made here with nothing new.
     await m.reconcile({ force: true });
     clock.advance(1_000);
     client.writeMemory(STORE, '/a.md', 'alpha 2');
@@ -168,7 +168,7 @@ describe('incremental sync through the change feed', () => {
 
     it('versions read in any order, some twice: folded by time and id, no listing needed', async () => {
       const m = await mount({ '/a.md': 'alpha', '/b.md': 'beta' });
-      // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+      // The first read after the download also checks its listing (feed-fold.ts, `listed_while_written`): made here with nothing new.
       await m.reconcile({ force: true });
       const listVersions = client.listVersions.bind(client);
       client.listVersions = async function* (storeId, opts): AsyncGenerator<StoreMemoryVersion> {
@@ -294,7 +294,7 @@ describe('incremental sync through the change feed', () => {
 
     it('a remote path the mount must not hold, met in the feed, is skipped with one warning and never written', async () => {
       const m = await mount({ '/a.md': 'alpha' });
-      // The first read after the download also checks its listing (remote-feed.ts, `listed_while_written`): made here with nothing new.
+      // The first read after the download also checks its listing (feed-fold.ts, `listed_while_written`): made here with nothing new.
       await m.reconcile({ force: true });
       clock.advance(1_000);
       client.writeMemory(STORE, '/.anthropic-memory-store', 'not a marker');

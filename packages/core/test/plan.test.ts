@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 // Through the engine entry, as a host that builds its own loop imports them.
 import { classify, deleteCap, planActions, planStore, pushOnlyView, settleUnknownWrites, type LocalFile, type Plan, type PlanInput } from '@memory-mounter/core/engine';
-import { stillUnknownWrites } from '../src/plan.js';
-import type { AbsenceEvidence } from '../src/absence.js';
+import { stillUnknownWrites } from '../src/decide/plan.js';
+import type { AbsenceEvidence } from '../src/decide/absence.js';
 
 // One path, '/n.md', in every row. Shas are short names: B is the baseline content, L a local
 // edit, R a remote edit.

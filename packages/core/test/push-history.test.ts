@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError, type StoreClient, type StoreMemoryVersion } from '@memory-mounter/core';
 import type { InMemoryStoreClient } from '@memory-mounter/testing';
-import { sentThenDeleted } from '../src/push-history.js';
+import { sentThenDeleted } from '../src/decide/push-history.js';
 import { DISKS, STORE, useHarness } from './harness.js';
 
 const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 12, 0, s)).toISOString();

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 const read = (relative: string) => readFileSync(fileURLToPath(new URL(relative, import.meta.url)), 'utf8');
 
 describe('report codes', () => {
-  const source = read('../src/reasons.ts');
+  const source = read('../src/model/reasons.ts');
   const codes = [...source.matchAll(/^\s*\| '([a-z0-9_]+)'/gm)].map((m) => m[1]!);
 
   it('reasons.ts defines the codes this test reads', () => {

@@ -16,9 +16,9 @@ import {
   type KnownMemory,
   type ReadChoiceInput,
   type RemoteFeedState,
-} from '../src/remote-feed.js';
+} from '../src/decide/feed-fold.js';
 
-// The pure fold of the change feed, row by row (see the tables in remote-feed.ts). Times are ms
+// The pure fold of the change feed, row by row (see the tables in feed-fold.ts). Times are ms
 // after T0 on the server's clock; the host's monotonic clock is a separate number line.
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const ns = (ms: number) => BigInt(T0 + ms) * 1_000_000n;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignLocalCase, indexRemote } from '../src/remote-index.js';
+import { alignLocalCase, indexRemote } from '../src/decide/remote-index.js';
 
 const memory = (path: string, sha = `sha:${path}`) => ({ id: `mem_${path}`, path, content_sha256: sha });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { planActions, planStore, pushOnlyView, type Action, type Plan, type PlanInput } from '../src/plan.js';
-import { baselineIdsAfter } from '../src/renames.js';
-import type { LocalFile } from '../src/scan.js';
+import { planActions, planStore, pushOnlyView, type Action, type Plan, type PlanInput } from '../src/decide/plan.js';
+import { baselineIdsAfter } from '../src/decide/renames.js';
+import type { LocalFile } from '../src/local/scan.js';
 
 /**
  * The rename rows of docs/reconcile.md ("Renames"), one test each, in the style of plan.test.ts:

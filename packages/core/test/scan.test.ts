@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem, sha256Hex } from '@memory-mounter/core';
 import { scanStore, StoreFolder, type ScanCache } from '@memory-mounter/core/engine';
-import { racyWindowMs } from '../src/scan.js';
+import { racyWindowMs } from '../src/local/scan.js';
 
 /** A NodeFileSystem that counts the files it opens for reading, and the entries it describes. */
 class CountingFs extends NodeFileSystem {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Outcome, Result } from '../src/outcome.js';
-import type { Action, Plan, Transfer } from '../src/plan.js';
-import { settle, type SettledState } from '../src/settle.js';
+import type { Outcome, Result } from '../src/decide/outcome.js';
+import type { Action, Plan, Transfer } from '../src/decide/plan.js';
+import { settle, type SettledState } from '../src/decide/settle.js';
 
 // One path, '/n.md', in every row, as in plan.test.ts. Shas are short names: B is the
 // baseline, L a local edit, R a remote edit.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { spreadByFolder } from '../src/start-order.js';
+import { spreadByFolder } from '../src/decide/start-order.js';
 
 /** The executor's start order (start-order.ts), row by row. */
 const order = (paths: string[]) => spreadByFolder(paths.map((path) => ({ path }))).map((i) => paths[i]);

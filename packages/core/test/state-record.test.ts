@@ -10,7 +10,7 @@ import {
   type StateRecord,
 } from '@memory-mounter/core';
 import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
-import { listRecords, writeRecord } from '../src/state-record.js';
+import { listRecords, writeRecord } from '../src/recovery/record-file.js';
 
 /** SPEC 6.3: the crash-recovery record: its name, its format, and that it is written atomically. */
 

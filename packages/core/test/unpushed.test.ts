@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreSyncReport } from '@memory-mounter/core';
 import { emptyPassReport } from '@memory-mounter/core/engine';
-import { keptUnread, localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/unpushed.js';
+import { keptUnread, localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/decide/unpushed.js';
 
 /** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
 

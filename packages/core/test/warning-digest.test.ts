@@ -1,7 +1,7 @@
 import { symlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { FaultyFileSystem, MemfsFileSystem } from '@memory-mounter/testing';
-import { digestWarnings, type PathWarning } from '../src/warning-digest.js';
+import { digestWarnings, type PathWarning } from '../src/decide/warning-digest.js';
 import { DISKS, useHarness } from './harness.js';
 
 /**

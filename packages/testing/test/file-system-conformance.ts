@@ -17,7 +17,7 @@ const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (data: Uint8Array) => new TextDecoder().decode(data);
 
 /**
- * The FileSystem contract (core/src/file-system.ts) as tests. Every implementation runs it, so
+ * The FileSystem contract (core/src/local/file-system.ts) as tests. Every implementation runs it, so
  * the in-memory one used by unit tests cannot drift from the real disk.
  */
 export function fileSystemConformance(name: string, makeFs: () => Promise<FileSystemHarness>): void {

@@ -8,7 +8,7 @@ import { seededRandom } from './self-checking-content.js';
  * them the way a service may (SPEC 6.4, issue 9: order, duplicates, overlapping pages, redacted
  * or path-less versions, gaps, ties, errors), or fails it.
  *
- * What the model's service keeps, because the engine's feed rests on it (remote-feed.ts) and a
+ * What the model's service keeps, because the engine's feed rests on it (feed-fold.ts) and a
  * real service gives it: a version committed before a read started is in that read unless the
  * read lags (a version younger than `LAG_MS` may be missing, and then it shows in later reads);
  * versions of one memory are stamped in the order they were written (several may share a

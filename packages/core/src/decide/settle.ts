@@ -3,6 +3,7 @@ import type { Action, Plan, Transfer } from './plan.js';
 import type { PathReasonCode } from '../model/reasons.js';
 import type { StoreSyncReport } from '../model/reports.js';
 import type { SyncState } from '../model/sync-state.js';
+import { refusedUntilContentChanges } from './retry-policy.js';
 
 /**
  * Settling a pass: a pure function from the state before it, its plan and what became of each
@@ -136,7 +137,7 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
 
     case 'failed': {
       const pushing = action.type === 'update' || action.type === 'create';
-      if (pushing && result.error === 'rejected') {
+      if (pushing && refusedUntilContentChanges(result.error)) {
         // The store will refuse this content again: not sent again until it changes.
         const reason = `rejected by the store: ${result.message}`;
         state.refused.set(path, action.localSha);

@@ -23,15 +23,13 @@ import type { LastScan } from '../decide/unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
 import { WarningDigest, type PathWarning } from '../decide/warning-digest.js';
+import { CONTRADICTIONS, REREAD_DELAYS_MS } from '../decide/retry-policy.js';
 import type { FileSystem } from '../local/file-system.js';
 import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from '../local/folder-watch.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
-
-/** Store answers to a write that contradict the remote view the pass planned from. */
-const CONTRADICTIONS = new Set(['not_found', 'precondition_failed', 'path_conflict']);
 
 export interface StoreSyncDeps {
   client: StoreClient;
@@ -96,14 +94,6 @@ export interface PassOptions {
    */
   rereadUnreadable?: boolean;
 }
-
-/**
- * The waits (ms) before each scan taken again by a pass with `rereadUnreadable`: 1.35 s in all,
- * short beside `finalSyncTimeout` (30 s by default), and long enough for descriptors other reads
- * of this process held to be closed. The scan cache makes each one cost only the files it could
- * not read, and those changed in the last moments.
- */
-export const REREAD_DELAYS_MS: readonly number[] = [50, 300, 1_000];
 
 /**
  * One store's side of the mounter: its state between passes, the full download, and one

@@ -1,4 +1,4 @@
-import { asStoreError, StoreError, type StoreErrorKind } from '../model/errors.js';
+import { asStoreError, StoreError } from '../model/errors.js';
 import type {
   StoreClient,
   StoreFolderEntry,
@@ -8,6 +8,7 @@ import type {
   StoreMemoryVersion,
 } from './store-client.js';
 import type { Logger } from '../model/types.js';
+import { CALL_BACKOFF_BASE_MS, CALL_BACKOFF_MAX_MS, callBackoffMs, repeatRule, type RepeatRule, type StoreOperation } from '../decide/retry-policy.js';
 
 /**
  * The StoreClient the engine talks to: the host's client, with every call bounded and the safe
@@ -67,10 +68,7 @@ export interface BoundedStoreClientOptions {
   monotonicMs?: () => number;
 }
 
-type Operation = 'list' | 'listVersions' | 'listFolder' | 'get' | 'create' | 'update' | 'delete';
-
-const DEFAULT_BASE_DELAY_MS = 100;
-const DEFAULT_MAX_DELAY_MS = 3_000;
+type Operation = StoreOperation;
 
 export class BoundedStoreClient implements StoreClient {
   readonly #inner: StoreClient;
@@ -87,8 +85,8 @@ export class BoundedStoreClient implements StoreClient {
     this.#inner = inner;
     this.#timeoutMs = options.requestTimeoutMs;
     this.#logger = options.logger;
-    this.#baseDelayMs = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
-    this.#maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.#baseDelayMs = options.baseDelayMs ?? CALL_BACKOFF_BASE_MS;
+    this.#maxDelayMs = options.maxDelayMs ?? CALL_BACKOFF_MAX_MS;
     this.#random = options.random ?? Math.random;
     this.#sleep = options.sleep ?? abortableSleep;
     this.#retryUntil = options.retryUntil ?? (() => undefined);
@@ -127,20 +125,20 @@ export class BoundedStoreClient implements StoreClient {
     deadline: AbortSignal | undefined,
     start: (signal: AbortSignal) => AsyncIterable<T>,
   ): AsyncIterable<T> {
-    const items = await this.#retrying(operation, storeId, deadline, true, (attempt) =>
+    const items = await this.#retrying(operation, storeId, deadline, repeatRule(operation, false), (attempt) =>
       collect(start(attempt.signal)[Symbol.asyncIterator](), attempt),
     );
     yield* items;
   }
 
   get(storeId: string, memoryId: string, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
-    return this.#retrying('get', storeId, opts.signal, true, (attempt) =>
+    return this.#retrying('get', storeId, opts.signal, repeatRule('get', false), (attempt) =>
       attempt.guard(() => this.#inner.get(storeId, memoryId, { signal: attempt.signal })),
     );
   }
 
   create(storeId: string, input: { path: string; content: string }, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
-    return this.#retrying('create', storeId, opts.signal, false, (attempt) =>
+    return this.#retrying('create', storeId, opts.signal, repeatRule('create', false), (attempt) =>
       attempt.guard(() => this.#inner.create(storeId, input, { signal: attempt.signal })),
     );
   }
@@ -152,7 +150,7 @@ export class BoundedStoreClient implements StoreClient {
     opts: { signal?: AbortSignal } = {},
   ): Promise<StoreMemory> {
     const guarded = input.expected_content_sha256 !== undefined;
-    return this.#retrying('update', storeId, opts.signal, guarded ? UPDATE_SEEN_OWN_WRITE : false, (attempt) =>
+    return this.#retrying('update', storeId, opts.signal, repeatRule('update', guarded), (attempt) =>
       attempt.guard(() => this.#inner.update(storeId, memoryId, input, { signal: attempt.signal })),
     );
   }
@@ -160,7 +158,7 @@ export class BoundedStoreClient implements StoreClient {
   delete(storeId: string, memoryId: string, opts: { expected_content_sha256?: string; signal?: AbortSignal } = {}): Promise<void> {
     const { signal, ...rest } = opts;
     const guarded = rest.expected_content_sha256 !== undefined;
-    return this.#retrying('delete', storeId, signal, guarded, (attempt) =>
+    return this.#retrying('delete', storeId, signal, repeatRule('delete', guarded), (attempt) =>
       attempt.guard(() => this.#inner.delete(storeId, memoryId, { ...rest, signal: attempt.signal })),
     );
   }
@@ -174,7 +172,7 @@ export class BoundedStoreClient implements StoreClient {
     operation: Operation,
     storeId: string,
     deadline: AbortSignal | undefined,
-    repeatable: boolean | ReadonlySet<StoreErrorKind>,
+    repeatable: RepeatRule,
     work: (attempt: Attempt) => Promise<T>,
   ): Promise<T> {
     let lastFailure: StoreError | undefined;
@@ -199,9 +197,7 @@ export class BoundedStoreClient implements StoreClient {
       if (deadline?.aborted) throw gaveUp(operation, n, lastFailure, error);
       if (repeatable === false || deadline === undefined) throw error;
       lastFailure = error;
-      const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (n - 1));
-      // The store's own `retry-after` is a floor: never sooner than it asked.
-      const delayMs = Math.max(Math.floor(this.#random() * ceiling), error.retryAfterMs ?? 0);
+      const delayMs = callBackoffMs(n, this.#random(), error.retryAfterMs, this.#baseDelayMs, this.#maxDelayMs);
       const until = this.#retryUntil(storeId);
       if (until !== undefined && this.#monotonicMs() + delayMs > until) {
         // The pass's retry budget is spent (or this is a probe): the failure is the pass's to
@@ -300,12 +296,6 @@ async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt): Promise
     throw err;
   }
 }
-
-/**
- * What a repeated `update` may meet when its earlier attempt landed: the memory already holds the
- * content sent (so its sha is no longer the one expected), or already stands at the path sent.
- */
-const UPDATE_SEEN_OWN_WRITE: ReadonlySet<StoreErrorKind> = new Set<StoreErrorKind>(['precondition_failed', 'path_conflict']);
 
 /** A repeat's answer that an earlier attempt of unknown outcome may explain: the outcome stays unknown. */
 function stillUnknown(operation: Operation, attempts: number, answer: StoreError): StoreError {

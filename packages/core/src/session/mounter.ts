@@ -16,7 +16,8 @@ import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from '../pass/store-sync.js';
 import type { StoreClient } from '../remote/store-client.js';
 import type { MemoryMounterOptions, MountedStore } from '../model/types.js';
-import { MARKER_FILE, MAX_BREAKER_DELAY_MS } from '../model/limits.js';
+import { MARKER_FILE } from '../model/limits.js';
+import { breakerPolicy, passRetryUntil } from '../decide/retry-policy.js';
 import { keptUnread, unpushedChanges } from '../decide/unpushed.js';
 import { beginRecord, checkStateDir, type MountRecord } from '../recovery/mount-record.js';
 import { recoverStores, type RecoverOptions } from '../recovery/recover.js';
@@ -665,9 +666,8 @@ export class MemoryMounter extends MounterEventEmitter {
     const decision = breakerDecision(state, now);
     this.#breakers.set(path, breakerStarted(state, decision));
     // The budget is a time bound like syncTimeout: real time, whatever clock the host gave.
-    if (decision === 'run') this.#retryUntil.set(memoryStoreId, performance.now() + this.#options.retryBudgetMs);
-    // One request tells whether the store is back: no retry of it.
-    else if (decision === 'probe') this.#retryUntil.set(memoryStoreId, Number.NEGATIVE_INFINITY);
+    // A probe's one request tells whether the store is back: no retry of it.
+    if (decision !== 'skip') this.#retryUntil.set(memoryStoreId, passRetryUntil(decision, performance.now(), this.#options.retryBudgetMs));
     return decision;
   }
 
@@ -695,7 +695,7 @@ export class MemoryMounter extends MounterEventEmitter {
           ? { kind: 'answered' }
           : { kind: 'inconclusive' };
     const now = this.#options.monotonicNow();
-    const after = breakerAfter(before, verdict, now, { baseMs: this.#options.syncIntervalMs, maxMs: MAX_BREAKER_DELAY_MS }, Math.random());
+    const after = breakerAfter(before, verdict, now, breakerPolicy(this.#options.syncIntervalMs), Math.random());
     this.#breakers.set(path, after);
     const logger = storeLogger(this.#options.logger, store.mount.memoryStoreId);
     if (after.kind === 'open') {

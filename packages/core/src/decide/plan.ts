@@ -5,6 +5,7 @@ import { detectRenames } from './renames.js';
 import type { PathReasonCode, Reason } from '../model/reasons.js';
 import type { PathReport } from '../model/reports.js';
 import type { Access, DeletionMode } from '../model/types.js';
+import { flushedConflict, isConflictResolution, resolveConflict } from './conflict-rule.js';
 
 /**
  * The planner: a pure function from what is known about one store to the actions that bring
@@ -362,7 +363,7 @@ export function planStore(input: PlanInput): Plan {
         then = { type: 'adopt', path: r.to, sha: local.sha };
         break;
       case 'both_changed_differ':
-        then = { type: 'pull', path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, expectLocal: local.sha, reason: 'conflict', ...carriedAt(r.to, r.remoteSha) };
+        then = resolveConflict({ path: r.to, memoryId: r.memoryId, remoteSha: r.remoteSha, localSha: local.sha, ...carriedAt(r.to, r.remoteSha) });
         break;
       default:
         break;
@@ -435,8 +436,16 @@ export function planStore(input: PlanInput): Plan {
         break;
 
       case 'both_changed_differ':
-        // L != R, both != B: a real conflict. The store is the source of truth and wins.
-        pull(path, cell.remote, cell.local.sha, 'conflict');
+        // L != R, both != B: a real conflict (conflict-rule.ts).
+        plan.transfers.push(
+          resolveConflict({
+            path,
+            memoryId: cell.remote.id,
+            remoteSha: cell.remote.sha,
+            localSha: cell.local.sha,
+            ...(cell.remote.content !== undefined && { content: cell.remote.content }),
+          }),
+        );
         break;
 
       case 'local_missing': {
@@ -529,7 +538,7 @@ export function pushOnlyView(plan: Plan): Plan {
   const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse' || a.type === 'note_move');
   for (const t of plan.transfers) {
     if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
-    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path, storeSha: t.remoteSha });
+    else if (isConflictResolution(t)) reportOnly.push(flushedConflict(t));
     else if (t.type === 'rename_local') {
       // Nothing moves on disk: the edit still goes to the memory where it now is, read from
       // where the file is (its old path, unless it was already moved).
@@ -537,7 +546,7 @@ export function pushOnlyView(plan: Plan): Plan {
       const then = t.then;
       if (then?.type === 'update') transfers.push({ ...then, path: where });
       else if (then?.type === 'refuse') reportOnly.push({ ...then, path: where });
-      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where, storeSha: then.remoteSha });
+      else if (then && isConflictResolution(then)) reportOnly.push(flushedConflict(then, where));
     }
   }
   // A flush never deletes, so an absence waiting for confirmation is not its news.

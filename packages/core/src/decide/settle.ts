@@ -4,6 +4,7 @@ import type { PathReasonCode } from '../model/reasons.js';
 import type { StoreSyncReport } from '../model/reports.js';
 import type { SyncState } from '../model/sync-state.js';
 import { refusedUntilContentChanges } from './retry-policy.js';
+import { isConflictResolution } from './conflict-rule.js';
 
 /**
  * Settling a pass: a pure function from the state before it, its plan and what became of each
@@ -177,7 +178,7 @@ function settleDone(action: Transfer, sha: string | undefined, sent: boolean, st
       state.baseline.set(path, sha ?? action.remoteSha);
       state.refused.delete(path);
       report.pulled.push(path);
-      if (action.reason === 'conflict') {
+      if (isConflictResolution(action)) {
         report.conflicts.push(path);
         notices.push({ level: 'warn', message: 'conflict: the file and the memory both changed; the store wins and the local edit is replaced', fields: { path } });
       } else if (action.reason === 'restore') {

@@ -1,5 +1,6 @@
 import { asStoreError, listAll, storeCall, StoreError, type StoreErrorKind } from '../model/errors.js';
 import type { Outcome, Result } from '../decide/outcome.js';
+import { isConflictResolution } from '../decide/conflict-rule.js';
 import type { RemoteChange } from '../decide/feed-fold.js';
 import { sentThenDeleted } from '../decide/push-history.js';
 import { FairSlots, type TransferSlots } from '../remote/fair-slots.js';
@@ -159,13 +160,13 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
   if (!stillAsPlanned(now, action.expectLocal)) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
   // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced;
   // a loser that cannot be copied is not replaced (SPEC 6.6).
-  if (action.reason === 'conflict' && now.kind === 'file' && now.bytes) {
+  if (isConflictResolution(action) && now.kind === 'file' && now.bytes) {
     const kept = await handOverLoser(io, path, sha, now.sha, now.bytes);
     if (kept) return kept;
   }
   // A loser the engine may not read (over the size limit, hard-linked) cannot be handed over nor
   // copied: it is kept, and the conflict waits until the file is one that can be (SPEC 6.6).
-  if (action.reason === 'conflict' && now.kind === 'file' && !now.bytes && io.events) {
+  if (isConflictResolution(action) && now.kind === 'file' && !now.bytes && io.events) {
     return skipped('conflict_loser_unread', `the local file is not read (${now.unpushable?.detail ?? 'not readable'}), so it cannot be handed over; it is kept and the store version not pulled`);
   }
   // Where nothing was, nothing may appear between the check and the write: a file the agent

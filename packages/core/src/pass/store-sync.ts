@@ -24,12 +24,16 @@ import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
 import { WarningDigest, type PathWarning } from '../decide/warning-digest.js';
 import { CONTRADICTIONS, REREAD_DELAYS_MS } from '../decide/retry-policy.js';
+import { clearedByRedownload, takeUpAgreed } from '../decide/redownload-rule.js';
 import type { FileSystem } from '../local/file-system.js';
 import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from '../local/folder-watch.js';
 
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
+
+/** Why a download's pull left a path to the file standing there: the agent wrote it meanwhile. */
+const LEFT_FOR_THE_AGENT: ReadonlySet<string> = new Set(['taken', 'changed_during_sync']);
 
 export interface StoreSyncDeps {
   client: StoreClient;
@@ -223,8 +227,8 @@ export class StoreSync {
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
     // wiped folder must never read as the agent's deletions if the listing fails part-way. What
     // it agreed on is kept aside for the files made since (see #clearedBaseline).
-    const before = new Map([...(this.#clearedBaseline ?? []), ...this.state.baseline]);
-    this.#clearedBaseline = before.size > 0 ? before : null;
+    const before = clearedByRedownload(this.#clearedBaseline, this.state.baseline);
+    this.#clearedBaseline = before;
     this.state.baseline.clear();
     this.#keptBaseline = null;
     this.state.baselineIds.clear();
@@ -275,12 +279,16 @@ export class StoreSync {
     const events = this.deps.events && progressOnly(this.deps.events);
     const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
     const report = this.settle(plan, outcomes);
-    this.keepAgreedBaseline(before, remote, outcomes);
-    // A download that settled but fails (a pull the disk refused, EMFILE or EACCES at its
-    // re-check; one cut off) leaves paths it never wrote: their agreed entries stay aside, so the
-    // next pass takes them up for a file the agent makes there meanwhile (`takeUpAgreed`), as
-    // after a listing that failed. Only a download that ends whole forgets them.
-    this.#clearedBaseline = unsettledEntries(before, this.state.baseline);
+    // The re-download rule (redownload-rule.ts): a file the agent made meanwhile at a memory's
+    // place, which this download left (`taken`, `changed_during_sync`), is its edit of that memory
+    // where the store still holds what was agreed. The entries left waiting stay aside if this
+    // download fails; only a download that ends whole forgets them.
+    if (before) {
+      const left = new Set(outcomes.filter(({ action, result }) => action.type === 'pull' && result.kind === 'skipped' && LEFT_FOR_THE_AGENT.has(result.code)).map((o) => o.action.path));
+      const { restored, waiting } = takeUpAgreed(before, this.state.baseline, (path) => index.remote.get(path)?.sha, (path) => left.has(path));
+      this.#restoreAgreed(restored);
+      this.#clearedBaseline = waiting;
+    }
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -488,7 +496,11 @@ export class StoreSync {
       state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
       state.unknownWrites = unknownWrites;
     }
-    if (this.#clearedBaseline) this.#clearedBaseline = this.takeUpAgreed(this.#clearedBaseline, snapshot.files, remote);
+    if (this.#clearedBaseline) {
+      const { restored, waiting } = takeUpAgreed(this.#clearedBaseline, state.baseline, (path) => remote.get(path)?.sha, (path) => snapshot.files.has(path));
+      this.#restoreAgreed(restored);
+      this.#clearedBaseline = waiting;
+    }
     const full = planStore({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
@@ -577,51 +589,10 @@ export class StoreSync {
     return settled.report;
   }
 
-  /**
-   * A re-download writes only where nothing is; a file the agent made meanwhile at a memory's
-   * place is left (`taken`, `changed_during_sync`). Where the store still holds exactly what
-   * the baseline before the wipe said both sides agreed on, that file is the agent's edit of
-   * the memory it had: the baseline keeps that entry, so the next pass pushes the file instead
-   * of meeting it as a "both created" conflict that the engine's own earlier push would win.
-   * Only for files that stand there now: a wiped path never regains its entry, so the wipe
-   * still never reads as deletions.
-   */
-  private keepAgreedBaseline(before: ReadonlyMap<string, string>, remote: ReadonlyMap<string, RemoteEntry>, outcomes: readonly Outcome[]): void {
-    if (before.size === 0) return;
-    for (const { action, result } of outcomes) {
-      if (action.type !== 'pull' || result.kind !== 'skipped') continue;
-      if (result.code !== 'taken' && result.code !== 'changed_during_sync') continue;
-      const agreed = before.get(action.path);
-      if (agreed !== undefined && remote.get(action.path)?.sha === agreed && !this.state.baseline.has(action.path)) {
-        this.state.baseline.set(action.path, agreed);
-        this.#keptBaseline = null;
-      }
-    }
-  }
-
-  /**
-   * After a re-download that failed before it settled: the same rule as `keepAgreedBaseline`,
-   * taken up by the next pass. A file standing at a path of the cleared baseline, where the
-   * store still holds exactly what that entry says, is an edit of that memory: the entry comes
-   * back. A path with no file never does, so the wipe still never reads as deletions. Returns
-   * the entries still waiting: no file yet and the store unchanged, as when the pull that should
-   * restore the file fails again (the disk refuses it pass after pass), so that a file the
-   * agent makes there later is still its edit, not a "both created" conflict.
-   */
-  private takeUpAgreed(
-    cleared: ReadonlyMap<string, string>,
-    files: ReadonlyMap<string, unknown>,
-    remote: ReadonlyMap<string, RemoteEntry>,
-  ): ReadonlyMap<string, string> | null {
-    const waiting = new Map<string, string>();
-    for (const [path, agreed] of cleared) {
-      if (this.state.baseline.has(path) || remote.get(path)?.sha !== agreed) continue;
-      if (files.has(path)) {
-        this.state.baseline.set(path, agreed);
-        this.#keptBaseline = null;
-      } else waiting.set(path, agreed);
-    }
-    return waiting.size > 0 ? waiting : null;
+  /** Puts entries of a cleared baseline back (the re-download rule). */
+  #restoreAgreed(restored: ReadonlyMap<string, string>): void {
+    if (restored.size === 0) return;
+    this.state.baseline = new Map([...this.state.baseline, ...restored]);
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {
@@ -779,13 +750,4 @@ function describe(err: unknown): { code: StoreReasonCode; reason: string } {
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : String(err);
   return { code: 'filesystem_error', reason: code ? `filesystem ${code}: ${message}` : message };
-}
-
-/**
- * The entries of `cleared` (the baseline a re-download cleared) at paths the download did not
- * settle into `baseline`: what the next pass may still take up. Null when there are none.
- */
-function unsettledEntries(cleared: ReadonlyMap<string, string>, baseline: ReadonlyMap<string, string>): ReadonlyMap<string, string> | null {
-  const left = new Map([...cleared].filter(([path]) => !baseline.has(path)));
-  return left.size > 0 ? left : null;
 }

@@ -1,0 +1,50 @@
+/**
+ * The re-download rule, stated once. Pure.
+ *
+ * A wiped folder is downloaded again, and the baseline it agreed on with the store is cleared
+ * first: a file gone from a wiped folder must never read as the agent's deletion. But the agent
+ * may write at a memory's place after the wipe, before the download reaches that path (the
+ * download then leaves the file: `taken`, `changed_during_sync`), or while a download that failed
+ * (an outage during its listing, a pull the disk refused) is still to be retried. Met with no
+ * baseline, that file and the store's copy (the engine's own earlier push) would be "both
+ * created", a conflict the store wins: the agent's write gone (reliability B18).
+ *
+ * So an entry of the cleared baseline (`path` -> the sha both sides agreed on) is:
+ * - **restored** where a file stands at its path and the store still holds exactly the agreed
+ *   sha there: the file is the agent's edit of the memory it had, and the next plan pushes it;
+ * - **waiting** while no file stands there and the store is unchanged: a file the agent makes
+ *   there later is still its edit;
+ * - **moot** once the path is in the baseline again (pulled) or the store holds anything else.
+ *
+ * A path with no file never regains its entry, so the wipe still never reads as deletions. The
+ * entries are kept until a download ends whole (`StoreSync.download`), and taken up by every
+ * pass meanwhile (`StoreSync`'s decide step).
+ */
+export interface AgreedTakeUp {
+  /** Entries to put back into the baseline. */
+  restored: ReadonlyMap<string, string>;
+  /** Entries still waiting for a file; null when none is. */
+  waiting: ReadonlyMap<string, string> | null;
+}
+
+export function takeUpAgreed(
+  cleared: ReadonlyMap<string, string>,
+  baseline: ReadonlyMap<string, string>,
+  storeSha: (path: string) => string | undefined,
+  fileStands: (path: string) => boolean,
+): AgreedTakeUp {
+  const restored = new Map<string, string>();
+  const waiting = new Map<string, string>();
+  for (const [path, agreed] of cleared) {
+    if (baseline.has(path) || storeSha(path) !== agreed) continue;
+    if (fileStands(path)) restored.set(path, agreed);
+    else waiting.set(path, agreed);
+  }
+  return { restored, waiting: waiting.size > 0 ? waiting : null };
+}
+
+/** The baseline a re-download clears: what was agreed before, with any entries an earlier re-download left waiting. */
+export function clearedByRedownload(waiting: ReadonlyMap<string, string> | null, baseline: ReadonlyMap<string, string>): ReadonlyMap<string, string> | null {
+  const cleared = new Map([...(waiting ?? []), ...baseline]);
+  return cleared.size > 0 ? cleared : null;
+}

@@ -242,10 +242,11 @@ export class RemoteView {
       this.#knownAhead = 0;
       const folded = foldVersions(this.#state, check.versions, check.times);
       if (folded.kind === 'folded') {
+        if (folded.changed > 0) this.#index = null;
         this.#state = folded.state;
         break;
       }
-      logger.debug('full listing written during; listing the store in full again', {
+      logger.debug('the check of the full listing is in doubt; listing the store in full again', {
         reason: folded.doubt.code,
         detail: folded.doubt.detail,
         chain: this.#state.listingChain,

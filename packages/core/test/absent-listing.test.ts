@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { InMemoryStoreClient } from '@memory-mounter/testing';
-import type { StoreMemory, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import { StoreError, type StoreMemory, type StoreSyncReport, type SyncReport } from '@memory-mounter/core';
 import { DISKS, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
 import { LISTING_CHAIN_MAX } from '../src/remote-feed.js';
 
@@ -227,6 +227,35 @@ describe.each(DISKS)('a listing made to check another, itself written during, on
     const next = h.client.requests.length;
     await m.reconcile({ force: true });
     expect(ops(h.client, next)).toEqual(['listVersions']);
+    await m.finalize();
+  });
+
+  it('the check read made at once fails: the next pass checks that listing first, lists again, and the memory it missed is pulled then', async () => {
+    const m = await h.mountNotes({ requestTimeout: 0.2 });
+    let listings = 0;
+    editListings(h.client, (memory, index) => {
+      if (index === 0 && ++listings === 1) h.client.writeMemory(STORE, '/w.md', 'written while listed');
+      return !(listings === 1 && memory.path === '/new.md');
+    });
+    const listVersions = h.client.listVersions.bind(h.client);
+    let pass = 1;
+    h.client.listVersions = (storeId, opts) => {
+      // Pass 1's check read, after its listing, fails (and its retries, for the feed's budget).
+      if (pass === 1 && listings > 0) throw new StoreError('unavailable', 'injected 503', { status: 503 });
+      return listVersions(storeId, opts);
+    };
+    h.clock.advance(1);
+    h.client.writeMemory(STORE, '/new.md', 'new elsewhere');
+    const first = only(await m.reconcile({ force: true }));
+    expect(listings).toBe(1);
+    expect(first.pulled).toEqual([]);
+    pass = 2;
+    const next = h.client.requests.length;
+    const second = only(await m.reconcile({ force: true }));
+    expect(reads(next)).toEqual(['listVersions', 'list', 'listVersions']);
+    expect(listings).toBe(2);
+    expect(second.pulled.sort()).toEqual(['/new.md', '/w.md']);
+    expect(await file('/new.md')).toBe('new elsewhere');
     await m.finalize();
   });
 

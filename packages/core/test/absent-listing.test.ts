@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { InMemoryStoreClient } from '@memory-mounter/testing';
-import type { StoreMemory, StoreSyncReport, SyncReport } from '@memory-mounter/core';
+import { StoreError, type StoreMemory, type StoreSyncReport, type SyncReport } from '@memory-mounter/core';
 import { DISKS, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
+import { LISTING_CHAIN_MAX } from '../src/decide/feed-fold.js';
 
 /**
  * Issue 18 item 2 (SPEC 6.6): a memory absent from one listing is deleted locally only when
@@ -67,16 +68,17 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
 
       // Pass 3: no version names /b.md, but the feed shows the other writer's deletion of /a.md
       // in the window of pass 2's listing, which does not account for it: that listing may have
-      // missed memories (it did), so this pass lists again, once (feed-fold.ts,
-      // `listed_while_written`). Nothing has to come back: /b.md never left.
+      // missed memories (it did), so this pass lists again (feed-fold.ts,
+      // `listed_while_written`), and checks that listing at once with one feed read: nothing
+      // was written while it paged, so it stands. Nothing has to come back: /b.md never left.
       const fed = h.client.requests.length;
       const after = only(await m.reconcile({ force: true }));
-      expect(ops(h.client, fed)).toEqual(['listVersions', 'list']);
+      expect(ops(h.client, fed)).toEqual(['listVersions', 'list', 'listVersions']);
       expect(after).toMatchObject({ status: 'synced', deletedLocal: [], pulled: [], skippedPaths: [] });
       expect(await file('/b.md')).toBe('beta');
       expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta', '/d/c.md': 'gamma' });
       // And the view holds it again: an edit by another writer arrives through the feed alone
-      // (pass 4), with no doubt that calls for a listing (the listing of pass 3 is not checked again).
+      // (pass 4), with no doubt that calls for a listing (the listing of pass 3 was checked in pass 3).
       h.client.writeMemory(STORE, '/b.md', 'beta, edited elsewhere');
       h.clock.advance(1);
       const fedAgain = h.client.requests.length;
@@ -188,6 +190,98 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
     const settled = only(await m.reconcile({ force: true }));
     expect(settled.deletedLocal).toEqual(['/b.md']);
     expect(ops(h.client, before)).not.toContain('get');
+    await m.finalize();
+  });
+});
+
+/**
+ * B28: the listing made because the first read after another listing found another writer
+ * acting (`listed_while_written`) can itself miss a memory while that writer acts. It is checked
+ * at once, in the same pass, by one feed read, up to LISTING_CHAIN_MAX listings in a row
+ * (feed-fold.ts).
+ */
+describe.each(DISKS)('a listing made to check another, itself written during, on %s', (kind) => {
+  const h: Harness = useHarness(kind);
+  const file = (path: string) => h.read(`${h.notesDir}${path}`);
+  const reads = (from: number) => ops(h.client, from).filter((op) => op === 'list' || op === 'listVersions');
+
+  it('it misses the memory the first read found while another writer writes: the check at once lists again, and that memory is pulled in the same pass (it stayed out until the listing cadence)', async () => {
+    const m = await h.mountNotes();
+    let listings = 0;
+    editListings(h.client, (memory, index) => {
+      // The first page is read: the other writer's /w.md is not in it, and /new.md falls out.
+      if (index === 0 && ++listings === 1) h.client.writeMemory(STORE, '/w.md', 'written while listed');
+      return !(listings === 1 && memory.path === '/new.md');
+    });
+    // After the download another writer creates /new.md: the first read finds a version the
+    // download's listing does not account for, and the pass lists.
+    h.clock.advance(1);
+    h.client.writeMemory(STORE, '/new.md', 'new elsewhere');
+    const before = h.client.requests.length;
+    const report = only(await m.reconcile({ force: true }));
+    expect(reads(before)).toEqual(['listVersions', 'list', 'listVersions', 'list', 'listVersions']);
+    expect(listings).toBe(2);
+    expect(report.pulled.sort()).toEqual(['/new.md', '/w.md']);
+    expect(await file('/new.md')).toBe('new elsewhere');
+    // The chain ended with a read folded: the next pass is one feed read.
+    const next = h.client.requests.length;
+    await m.reconcile({ force: true });
+    expect(ops(h.client, next)).toEqual(['listVersions']);
+    await m.finalize();
+  });
+
+  it('the check read made at once fails: the next pass checks that listing first, lists again, and the memory it missed is pulled then', async () => {
+    const m = await h.mountNotes({ requestTimeout: 0.2 });
+    let listings = 0;
+    editListings(h.client, (memory, index) => {
+      if (index === 0 && ++listings === 1) h.client.writeMemory(STORE, '/w.md', 'written while listed');
+      return !(listings === 1 && memory.path === '/new.md');
+    });
+    const listVersions = h.client.listVersions.bind(h.client);
+    let pass = 1;
+    h.client.listVersions = (storeId, opts) => {
+      // Pass 1's check read, after its listing, fails (and its retries, for the feed's budget).
+      if (pass === 1 && listings > 0) throw new StoreError('unavailable', 'injected 503', { status: 503 });
+      return listVersions(storeId, opts);
+    };
+    h.clock.advance(1);
+    h.client.writeMemory(STORE, '/new.md', 'new elsewhere');
+    const first = only(await m.reconcile({ force: true }));
+    expect(listings).toBe(1);
+    expect(first.pulled).toEqual([]);
+    pass = 2;
+    const next = h.client.requests.length;
+    const second = only(await m.reconcile({ force: true }));
+    expect(reads(next)).toEqual(['listVersions', 'list', 'listVersions']);
+    expect(listings).toBe(2);
+    expect(second.pulled.sort()).toEqual(['/new.md', '/w.md']);
+    expect(await file('/new.md')).toBe('new elsewhere');
+    await m.finalize();
+  });
+
+  it(`written during every listing: the pass lists ${LISTING_CHAIN_MAX} times in a row and no more; the next pass reads the feed alone and pulls the last write`, async () => {
+    const m = await h.mountNotes();
+    let listings = 0;
+    editListings(h.client, (_memory, index) => {
+      if (index === 0) {
+        listings++;
+        h.client.writeMemory(STORE, `/w${listings}.md`, `written while listing ${listings} paged`);
+      }
+      return true;
+    });
+    h.clock.advance(1);
+    h.client.writeMemory(STORE, '/new.md', 'new elsewhere');
+    const before = h.client.requests.length;
+    const first = only(await m.reconcile({ force: true }));
+    expect(reads(before)).toEqual(['listVersions', 'list', 'listVersions', 'list', 'listVersions', 'list']);
+    expect(listings).toBe(LISTING_CHAIN_MAX);
+    expect(first.pulled.sort()).toEqual(['/new.md', '/w1.md', '/w2.md']);
+    // The last listing of the chain is not checked: the next read folds the write it did not see.
+    const next = h.client.requests.length;
+    const second = only(await m.reconcile({ force: true }));
+    expect(reads(next)).toEqual(['listVersions']);
+    expect(second.pulled).toEqual([`/w${LISTING_CHAIN_MAX}.md`]);
+    expect(listings).toBe(LISTING_CHAIN_MAX);
     await m.finalize();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreMemoryVersion } from '@memory-mounter/core';
 import {
+  checkListingAtOnce,
   chooseRead,
   contentWindow,
   emptyFeedState,
@@ -10,6 +11,7 @@ import {
   formatTimestamp,
   keepGone,
   learnChange,
+  LISTING_CHAIN_MAX,
   MAX_ELAPSED_CREDIT_MS,
   parseTimestamp,
   stateFromListing,
@@ -59,6 +61,7 @@ function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
     mark: { at: ns(0), localMs: 1_000 },
     gone: new Set(),
     listingUnchecked: false,
+    listingChain: 0,
     ...over,
   };
 }
@@ -391,22 +394,86 @@ describe('the first read after a full listing checks it (listed_while_written)',
     expect(paths(result.state).mem_a).toBe('/a.md@A2');
   });
 
-  it('a listing is to be checked, unless it was made for that very doubt (once, not a loop)', () => {
+  it('a listing is to be checked: by the next pass for any reason but this doubt, at once for this doubt', () => {
     const listed = [{ id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' }];
     const doubtful = [v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 500)];
     const times = { startedMs: 1_000, endedMs: 1_000 };
-    expect(stateFromListing(emptyFeedState(), listed, READ).listingUnchecked).toBe(true);
-    expect(stateFromListing(state(), listed, READ, { versions: doubtful, times, doubt: 'tie' }).listingUnchecked).toBe(true);
+    const fresh = stateFromListing(emptyFeedState(), listed, READ);
+    expect([fresh.listingUnchecked, fresh.listingChain, checkListingAtOnce(fresh)]).toEqual([true, 0, false]);
+    const afterTie = stateFromListing(state(), listed, READ, { versions: doubtful, times, doubt: 'tie' });
+    expect([afterTie.listingUnchecked, afterTie.listingChain, checkListingAtOnce(afterTie)]).toEqual([true, 0, false]);
     const recheck = stateFromListing(state(), listed, READ, { versions: doubtful, times, doubt: 'listed_while_written' });
-    expect(recheck.listingUnchecked).toBe(false);
-    // And the first read after the recheck folds what the doubtful read brought, with no new doubt.
-    expect(folded(foldVersions(recheck, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 600)], READ)).changed).toBe(1);
+    expect([recheck.listingUnchecked, recheck.listingChain, checkListingAtOnce(recheck)]).toEqual([true, 1, true]);
   });
 
   it('a fresh start (a wiped folder) lists, and that listing is checked in turn', () => {
     const wiped = forgetMemories(listedState());
-    expect(wiped.listingUnchecked).toBe(false);
+    expect([wiped.listingUnchecked, wiped.listingChain]).toEqual([false, 0]);
     expect(doubtOf(foldVersions(wiped, [], READ))).toBe('no_start');
+  });
+});
+
+describe('a listing made for listed_while_written is checked at once, up to LISTING_CHAIN_MAX in a row', () => {
+  // B28: the listing made for the doubt can itself miss a memory while another writer acts; the
+  // check read made right after it sees that writer's version. One row per case.
+  /** The read whose doubt called for the listing: another writer created mem_z at 500, which the listing before missed. */
+  const doubtful = [v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 500)];
+  const listed = [
+    { id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' },
+    { id: 'mem_b', path: '/d/b.md', content_sha256: 'B1', updated_at: iso(0), memory_version_id: 'vb1' },
+    { id: 'mem_z', path: '/z.md', content_sha256: 'Z1', updated_at: iso(500), memory_version_id: 'vz1' },
+  ];
+  const TIMES = { startedMs: 1_000, endedMs: 1_000 };
+  /** A listing made for listed_while_written after `before`. */
+  const chained = (before: RemoteFeedState) => stateFromListing(before, listed, READ, { versions: doubtful, times: TIMES, doubt: 'listed_while_written' });
+
+  it('the window saw a version the listing does not account for (mem_w written while it paged): doubt again, and the next listing extends the chain', () => {
+    const first = chained(state({ listingUnchecked: true }));
+    expect(checkListingAtOnce(first)).toBe(true);
+    const check = foldVersions(first, [...doubtful, v('vw1', 'mem_w', 'created', '/w.md', 'W1', 600)], READ);
+    expect(doubtOf(check)).toBe('listed_while_written');
+    const second = chained(first);
+    expect([second.listingChain, checkListingAtOnce(second)]).toEqual([2, true]);
+  });
+
+  it('the window saw no version beyond those the listing accounts for: the check folds, and the chain ends', () => {
+    const first = chained(state({ listingUnchecked: true }));
+    // vz1 is seen (the doubtful read's) and listed, va1 is the listing's own: nothing written while it paged.
+    const check = folded(foldVersions(first, [...doubtful, v('va1', 'mem_a', 'modified', '/a.md', 'A1', 0)], READ));
+    expect(check.changed).toBe(0);
+    expect([check.state.listingUnchecked, check.state.listingChain, checkListingAtOnce(check.state)]).toEqual([false, 0, false]);
+    // A listing made for another doubt afterwards starts no chain.
+    expect(stateFromListing(check.state, listed, READ).listingChain).toBe(0);
+  });
+
+  it(`the chain cap: the ${LISTING_CHAIN_MAX}th listing in a row is not checked, so a version it does not account for is folded`, () => {
+    let s = state({ listingUnchecked: true });
+    for (let i = 1; i <= LISTING_CHAIN_MAX; i++) {
+      s = chained(s);
+      expect(s.listingChain).toBe(i);
+      expect(checkListingAtOnce(s)).toBe(i < LISTING_CHAIN_MAX);
+    }
+    expect(s.listingUnchecked).toBe(false);
+    const result = folded(foldVersions(s, [v('vw1', 'mem_w', 'created', '/w.md', 'W1', 600)], READ));
+    expect(paths(result.state).mem_w).toBe('/w.md@W1');
+    expect(result.state.listingChain).toBe(0);
+  });
+
+  it('a chained listing that met a memory twice gives no start: not checked at once (the next pass lists anyway)', () => {
+    const twice = stateFromListing(state({ listingUnchecked: true }), [...listed, { ...listed[0]!, path: '/moved.md' }], READ, {
+      versions: doubtful,
+      times: TIMES,
+      doubt: 'listed_while_written',
+    });
+    expect(twice.since).toBeNull();
+    expect(checkListingAtOnce(twice)).toBe(false);
+  });
+
+  it('a check read that failed leaves the check to the next read, and the chain counts on from there', () => {
+    const first = chained(state({ listingUnchecked: true }));
+    // The pass's check read failed: the state stays as the listing left it, for the next pass's first read.
+    expect(doubtOf(foldVersions(first, [v('vw1', 'mem_w', 'created', '/w.md', 'W1', 600)], READ))).toBe('listed_while_written');
+    expect(chained(first).listingChain).toBe(2);
   });
 });
 

@@ -69,11 +69,38 @@ export interface RemoteFeedState {
    * The state rests on a full listing that no feed read has been folded after yet, and that
    * listing is to be checked by the first one (see `foldVersions`): a paged listing another
    * writer acted during may have missed a memory that was there all along, and the feed never
-   * names such a memory again. False once a read is folded, and for a listing that was itself
-   * that check (once, not a loop).
+   * names such a memory again. False once a read is folded, and for the last listing of a chain
+   * (`LISTING_CHAIN_MAX`).
    */
   listingUnchecked: boolean;
+  /**
+   * How many full listings in a row, the one this state rests on the last, were made because
+   * the check of the listing before found another writer acting (`listed_while_written`): 0 for
+   * a listing made for any other reason, and once a read is folded. What bounds the chain.
+   */
+  listingChain: number;
 }
+
+/**
+ * The most full listings in a row made for `listed_while_written`; the last of them is not
+ * checked. Invariant: every other full listing is checked by a feed read folded after it, the
+ * next pass's first read for a listing made for any other reason, a read made at once, in the
+ * same pass, for one made for `listed_while_written` (`checkListingAtOnce`). A listing that
+ * missed a memory there all along did so because another writer acted while it paged, and in
+ * the check that write is a version the listing does not account for (a memory it did not show,
+ * or showed older; a memory met twice starts over from `no_start` instead). So a missed memory
+ * is in the view after the next listing unless that one is written during as well, and however
+ * busy or hostile the other writer, a pass lists at most this many times in a row for it (a
+ * chain whose check read fails goes on at the next pass, counted on). A chain cut off here
+ * leaves a missed memory to the listing cadence (`ListingPolicy`): late, never lost.
+ *
+ * The check of a chained listing is made at once because only the versions written while that
+ * listing paged can have displaced an entry, and the server's clock is known only from below:
+ * a read a pass later could not tell those from the versions written after the listing, and
+ * would list a busy store again every pass. A read right after it sees only the listing's own
+ * window and the moment since.
+ */
+export const LISTING_CHAIN_MAX = 3;
 
 /** When one read (a feed read, a listing) ran, on the host's monotonic clock, in ms. */
 export interface ReadTimes {
@@ -114,7 +141,8 @@ export type FeedDoubtCode =
   /**
    * The first read after a full listing brings a version that listing does not account for:
    * another writer acted while (or since) it paged, so it may have missed a memory (a page
-   * boundary moved under its cursor). Listed again, once.
+   * boundary moved under its cursor). Listed again; that listing is checked at once, and so
+   * on, up to `LISTING_CHAIN_MAX` listings in a row.
    */
   | 'listed_while_written';
 
@@ -129,7 +157,7 @@ export type FoldResult =
   | { kind: 'doubt'; doubt: FeedDoubt };
 
 export function emptyFeedState(): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set(), listingUnchecked: false };
+  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set(), listingUnchecked: false, listingChain: 0 };
 }
 
 /**
@@ -138,7 +166,7 @@ export function emptyFeedState(): RemoteFeedState {
  * stays: it is about the server, not about this store's content.
  */
 export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set(), listingUnchecked: false };
+  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set(), listingUnchecked: false, listingChain: 0 };
 }
 
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
@@ -181,9 +209,11 @@ export function formatTimestamp(at: Instant): string {
  * memory with no version ever to name it again (it is seen only at the next listing on the
  * cadence). So a version that listing does not account for — one newer than the state it showed
  * of its memory, or of a memory it did not show, unless that memory is known gone — is doubt
- * `listed_while_written`. The window cannot be narrowed to the listing's own: the server's clock
- * is known only from below (`mark`), so a version stamped after the listing ended cannot be told
- * from one stamped while it paged. The listing made for that doubt is not checked again.
+ * `listed_while_written`. The window cannot be narrowed to the listing's own here: the server's
+ * clock is known only from below (`mark`), so a version stamped after the listing ended cannot be
+ * told from one stamped while it paged. That is why the listing made for that doubt is checked by
+ * a read made at once (`checkListingAtOnce`), up to `LISTING_CHAIN_MAX` listings in a row. A
+ * read folded ends the chain.
  */
 export function foldVersions(
   state: RemoteFeedState,
@@ -257,7 +287,15 @@ export function foldVersions(
   for (const [id, { at }] of fresh) if (at >= next.since!) seen.set(id, at);
   return {
     kind: 'folded',
-    state: { memories: memories ?? state.memories, since: next.since, seen, mark: next.mark, gone: gone ?? state.gone, listingUnchecked: false },
+    state: {
+      memories: memories ?? state.memories,
+      since: next.since,
+      seen,
+      mark: next.mark,
+      gone: gone ?? state.gone,
+      listingUnchecked: false,
+      listingChain: 0,
+    },
     changed,
   };
 }
@@ -384,8 +422,9 @@ function pathClash(memories: ReadonlyMap<string, KnownMemory>, moved: ReadonlySe
  * The state a full listing establishes. `accounted`: a feed read made before the listing
  * started (and found doubtful, `doubt` its code): every version in it is reflected in the
  * listing, so it is remembered as seen, and its timestamps move the clock mark like any other.
- * The first read after the listing checks it (`listingUnchecked`), unless it was made because
- * that check failed for the listing before it: one extra listing, never a chain of them.
+ * The first read after the listing checks it (`listingUnchecked`); a listing made because that
+ * check failed for the listing before it (`listed_while_written`) extends the chain, and the
+ * `LISTING_CHAIN_MAX`-th in a row is not checked.
  */
 export function stateFromListing(
   previous: RemoteFeedState,
@@ -427,7 +466,18 @@ export function stateFromListing(
   // A deletion the store reported stays known across the listing (which cannot show it), unless
   // the listing shows the memory after all (the `not_found` was spurious).
   const gone = new Set([...previous.gone].filter((id) => !memories.has(id)));
-  return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: accounted?.doubt !== 'listed_while_written' };
+  const listingChain = accounted?.doubt === 'listed_while_written' ? previous.listingChain + 1 : 0;
+  return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: listingChain < LISTING_CHAIN_MAX, listingChain };
+}
+
+/**
+ * Whether the listing the state rests on is to be checked by a feed read made at once, in the
+ * pass that listed (see `LISTING_CHAIN_MAX`): it was made for `listed_while_written`, is not the
+ * last of its chain, and gave the feed a start (one that met a memory twice did not: the next
+ * pass lists anyway). Any other listing waits for the next pass's first read.
+ */
+export function checkListingAtOnce(state: RemoteFeedState): boolean {
+  return state.listingUnchecked && state.listingChain > 0 && state.since !== null;
 }
 
 /** What the state keeps of a memory a listing, a write or a fetch returned. */

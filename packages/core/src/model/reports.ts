@@ -34,6 +34,8 @@ export interface UnpushedReport {
  *   (`fullListingInterval`), `no_feed` (the client has no `listVersions`), `feed_refused`,
  *   `feed_error`, `contradicted` (the store answered a write otherwise than the view
  *   predicted), or a doubt about what the feed said (`no_start`, `tie`, `redacted`, …);
+ *   after `listed_while_written` the pass may list up to `LISTING_CHAIN_MAX` times in a row
+ *   (feed-fold.ts), and `memories` is the last listing's;
  * - `reused`: what the pass just before learned, with no request (finalize's flush after its
  *   final sync).
  */

@@ -1,5 +1,6 @@
 import { asStoreError, listAll } from '../model/errors.js';
 import {
+  checkListingAtOnce,
   chooseRead,
   contentWindow,
   emptyFeedState,
@@ -226,9 +227,37 @@ export class RemoteView {
         logger.debug('change feed in doubt; listing the store in full', { reason: folded.doubt.code, detail: folded.doubt.detail });
       } else reason = read.reason;
     }
-    const startedMs = this.#monotonicMs();
-    const listed = await this.#listFull(opts.signal);
+    let startedMs = this.#monotonicMs();
+    let listed = await this.#listFull(opts.signal);
     this.#setFromListing(listed, { startedMs, endedMs: this.#monotonicMs() }, opts.now, accounted);
+    // A listing made because another writer acted while the one before paged is checked at once
+    // (feed-fold.ts, LISTING_CHAIN_MAX: at most that many listings in a row, so the loop ends
+    // within the pass; each read and listing is bounded by the pass's signal and the feed budget).
+    // A check read that fails leaves the check to the next pass's first read.
+    while (checkListingAtOnce(this.#state) && this.feedUsable()) {
+      const check = await this.#readFeed(opts.signal, false);
+      if (check.kind === 'failed') break;
+      contents = contents.size === 0 ? check.contents : new Map([...contents, ...check.contents]);
+      this.#knownAhead = 0;
+      const folded = foldVersions(this.#state, check.versions, check.times);
+      if (folded.kind === 'folded') {
+        if (folded.changed > 0) this.#index = null;
+        this.#state = folded.state;
+        break;
+      }
+      logger.debug('the check of the full listing is in doubt; listing the store in full again', {
+        reason: folded.doubt.code,
+        detail: folded.doubt.detail,
+        chain: this.#state.listingChain,
+      });
+      startedMs = this.#monotonicMs();
+      listed = await this.#listFull(opts.signal);
+      this.#setFromListing(listed, { startedMs, endedMs: this.#monotonicMs() }, opts.now, {
+        versions: check.versions,
+        times: check.times,
+        doubt: folded.doubt.code,
+      });
+    }
     return { index: this.#indexed(opts.caseInsensitive), source: { kind: 'listing', reason, memories: listed.length }, contents };
   }
 

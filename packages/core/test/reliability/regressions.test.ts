@@ -29,6 +29,7 @@ import {
   RemoteRename,
   RemoteRenameDir,
   RemoteWrite,
+  RemoteWriteHostile,
   RedactVersion,
   SetLatency,
   StallNext,
@@ -863,6 +864,42 @@ describe('regressions: the 10,000-case runs after issue 20', () => {
           new RemoteWrite('rw', '/d/e/f.md'),
           new Reconcile(false),
           new RemoteDelete('rw', '/a.md'),
+        ],
+      ),
+    );
+  }
+});
+
+/**
+ * B28, found by the 10,000-case run of seed 854745903 (mixed disks) at case 584 on the merged
+ * issue-18 engine (a14b7a9): a listing made because the first read after the download found another
+ * writer (`listed_while_written`) missed a memory while that writer wrote, and was not checked
+ * in turn. The listing made for that doubt is now checked at once (feed-fold.ts,
+ * LISTING_CHAIN_MAX).
+ */
+describe('regressions: the 10,000-case runs after issue 18 (B28)', () => {
+  // The other writer plants /.anthropic-memory-store (a path no mount may hold: skipped and
+  // reported). The forced pass's feed read finds it, which the download's listing does not
+  // account for, so the pass lists; that listing skips it (entry #0) while the other writer
+  // writes /a.md. The memory's version was already read, so no later read named it again: it
+  // stayed out of the view, unreported, until the listing cadence (I7).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(
+      `a listing made to check another, itself missing a memory while another writer wrote (${disk}): checked at once, listed again, the folder converges (it did not within two passes)`,
+      replay(
+        {
+          disk,
+          seedRw: ['/d/c.md'],
+          requestTimeoutSeconds: 0.05,
+          syncTimeoutSeconds: 0.5,
+          finalSyncTimeoutSeconds: 1,
+          feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+        },
+        [
+          new RemoteWriteHostile('rw', '/.anthropic-memory-store'),
+          new SkipInListing('rw', 0, '/a.md'),
+          new Reconcile(true),
+          new FeedFaultStep({ kind: 'shape', shape: 'reorder', seed: 0 }),
         ],
       ),
     );

@@ -281,7 +281,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
     recorder.restore(record);
     const store = new StoreSync(mount, folder, {
-      client: recorder.client(ctx.client),
+      client: ctx.client,
+      // Each push is in the record before it goes out: a recover cut off mid-push leaves a
+      // record whose next recover takes that write for ours, not for a remote edit.
+      beforeSend: (path, sha) => recorder.beforeSend(path, sha),
       logger,
       // A push-only pass sends no deletion whatever the mode; the mode decides only whether a
       // local move is a rename (the old path leaves the store: only `enabled`, as the dead

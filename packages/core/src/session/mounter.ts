@@ -259,7 +259,7 @@ export class MemoryMounter extends MounterEventEmitter {
         let remaking = false;
         stores.push(
           new StoreSync(mount, folder, {
-            client: record ? record.client(this.#client) : this.#client,
+            client: this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
             concurrency: this.#options.transferConcurrency,
@@ -281,6 +281,8 @@ export class MemoryMounter extends MounterEventEmitter {
                 remaking = false;
                 return record.tryWrite();
               },
+              // Before each push, so a write the store may receive is in the record first.
+              beforeSend: (path: string, sha: string) => record.beforeSend(path, sha),
             }),
             events: this.storeEvents(mount),
             ...(fs.watchDir && { watchDir: fs.watchDir.bind(fs) }),

@@ -432,8 +432,8 @@ async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncRepo
   // A final pass: every file is taken as it is, and one it cannot read is read again a few
   // times before it is named unpushed (and keeps the folder).
   const pass = store.pass(finalPassOptions(ctx.now(), ctx.deadline, true));
-  const { reports } = await passesWithin([pass], ctx.deadline);
-  return reports[0]!;
+  const { reports: [report] } = await passesWithin([pass], ctx.deadline);
+  return report ?? null;
 }
 
 function markerReason(marker: 'missing' | 'foreign' | 'unreadable' | 'ok'): string {

@@ -745,7 +745,7 @@ export class MemoryMounter extends MounterEventEmitter {
     );
     // If a time bound fires (or already has), the passes get a moment to wind down, then are left.
     const within = await passesWithin(pending, pass.signal);
-    const stores = within.reports.map((report, i) => report ?? cutOffReport(this.#stores[i]!.mount));
+    const stores = this.#stores.map((store, i) => within.reports[i] ?? cutOffReport(store.mount));
     if (within.interrupted) {
       const straggling = Promise.allSettled(pending).then(() => {
         if (this.#straggling === straggling) this.#straggling = null;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
-import { StoreError, type MemoryMounter, type MemoryMounterOptions, type StoreMemoryVersion } from '@memory-mounter/core';
+import { parseRecord, recordFileName, sha256Hex, StoreError, type MemoryMounter, type MemoryMounterOptions, type StoreMemoryVersion } from '@memory-mounter/core';
 import { FEED_OVERLAP_MS } from '../src/decide/feed-fold.js';
 import { DEFAULT_TRANSFER_CONCURRENCY } from '../src/model/limits.js';
 import { fanOutPays } from '../src/remote/store-listing.js';
@@ -80,6 +80,35 @@ describe('incremental sync through the change feed', () => {
     const report = (await m.reconcile({ force: true }))!.stores[0]!;
     expect(ops(client, before)).toEqual(['listVersions']);
     expect(report).toMatchObject({ status: 'synced', errors: [] });
+  });
+
+  // Before issue 21 the record learned memory paths from the store's answers (a client wrapper)
+  // and named an update's path by its memory id: a memory the feed brought with its content (never
+  // listed, never fetched) had no path there, so the push of its edit went out unrecorded.
+  it('with a stateDir: the edit of a memory the feed brought (never listed nor fetched) is in the record before its push goes out', async () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const stateDir = '/host/state';
+    await h.fs.mkdir(stateDir, { recursive: true });
+    const m = await mount({ '/a.md': 'alpha' }, { stateDir });
+    await m.reconcile({ force: true });
+    wait(FEED_OVERLAP_MS + 1_000);
+    await m.reconcile({ force: true });
+    client.writeMemory(STORE, '/n.md', 'from the feed');
+    const before = client.requests.length;
+    expect((await m.reconcile({ force: true }))!.stores[0]!.pulled).toEqual(['/n.md']);
+    expect(ops(client, before)).toEqual(['listVersions']);
+    await h.write(`${h.notesDir}/n.md`, 'edited here');
+    let atPush: Record<string, string> | undefined;
+    const update = client.update.bind(client);
+    client.update = async (...args) => {
+      const parsed = parseRecord(await h.fs.readFile(`${stateDir}/${recordFileName(h.notesDir)}`));
+      if (!parsed.ok) throw new Error(parsed.reason);
+      atPush = parsed.record.unsettled_writes;
+      return update(...args);
+    };
+    expect((await m.reconcile({ force: true }))!.stores[0]!).toMatchObject({ pushed: ['/n.md'], errors: [] });
+    expect(atPush).toEqual({ '/n.md': sha256Hex(new TextEncoder().encode('edited here')) });
+    await m.finalize();
   });
 
   it('a store written over time: the first pass after the download is one request too', async () => {

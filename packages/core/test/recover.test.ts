@@ -240,6 +240,29 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [], pushed: ['/a.md'] });
     });
 
+    it('records each of its own pushes before it is sent, as the mounter does: a recover killed mid-push leaves a record that names the write', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'alpha edited');
+      await h.write(`${dir}/n.md`, 'brand new');
+      // crash: no finalize. The record holds no write of these: the mounter never saw them.
+      expect((await readRecord())!.unsettled_writes).toEqual({});
+      const seen = new Map<string, Record<string, string>>();
+      const update = h.client.update.bind(h.client);
+      const create = h.client.create.bind(h.client);
+      h.client.update = async (...args) => {
+        seen.set('update', (await readRecord())!.unsettled_writes);
+        return update(...args);
+      };
+      h.client.create = async (...args) => {
+        seen.set('create', (await readRecord())!.unsettled_writes);
+        return create(...args);
+      };
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md', '/n.md'] });
+      expect(seen.get('update')).toMatchObject({ '/a.md': sha('alpha edited') });
+      expect(seen.get('create')).toMatchObject({ '/n.md': sha('brand new') });
+    });
+
     it('never deletes in the store: a file missing after the crash keeps its memory, and is reported', async () => {
       await mount({ deleteGracePeriod: 0 });
       await h.remove(`${dir}/b.md`);

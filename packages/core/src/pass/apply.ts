@@ -52,6 +52,14 @@ export interface ApplyIO {
    * never refused): only then is a memory's history asked for (see `sentBeforeDeletion`).
    */
   feedUsable?: boolean;
+  /**
+   * Awaited right before a push's content goes out (once per push, before its first request:
+   * an update, or the create an update met `not_found` for sends the same content), with the
+   * path and the sha of what is sent. The crash-recovery record names the write here, so a
+   * write the store may have received is never taken for a remote edit at recovery. Absent:
+   * nothing to tell.
+   */
+  beforeSend?: (path: string, sha: string) => Promise<void>;
 }
 
 /** Disk errors that say this one name cannot exist here, not that the disk is failing. */
@@ -185,6 +193,8 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
   const { path } = action;
   const content = await contentToPush(io, action);
   if (typeof content !== 'string') return content;
+  // What is sent hashes to localSha: contentToPush returns only content the file held at that sha.
+  await io.beforeSend?.(path, action.localSha);
 
   const { signal } = io;
   const create = () => storeCall(io.client.create(io.memoryStoreId, { path, content }, { signal }));

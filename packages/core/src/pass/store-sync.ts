@@ -57,6 +57,8 @@ export interface StoreSyncDeps {
    * recovery record, which names the folder by its identity, is written anew (mount-record.ts).
    */
   folderRecreated?: () => Promise<void>;
+  /** Awaited right before each push goes out, with its path and sha (`ApplyIO.beforeSend`): the crash-recovery record notes it. */
+  beforeSend?: (path: string, sha: string) => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
   /**
@@ -560,6 +562,7 @@ export class StoreSync {
       ...(carried && { carried }),
       ...(materializing && { materializing }),
       feedUsable: this.#remote.feedUsable(),
+      ...(this.deps.beforeSend && { beforeSend: this.deps.beforeSend }),
     };
     const outcomes = await applyPlan(io, plan.transfers);
     // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.

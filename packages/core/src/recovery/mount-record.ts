@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { MemoryMountError } from '../model/errors.js';
 import { errorCode, type FileSystem } from '../local/file-system.js';
-import { sha256Hex } from '../model/sha256.js';
 import {
   removeRecord,
   STATE_RECORD_FORMAT,
@@ -13,23 +12,17 @@ import {
   type RecordPhase,
   type StateRecord,
 } from './record-file.js';
-import type {
-  StoreClient,
-  StoreFolderEntry,
-  StoreListFolderOptions,
-  StoreListVersionsOptions,
-  StoreMemory,
-  StoreMemoryVersion,
-} from '../remote/store-client.js';
 import type { SyncState } from '../model/sync-state.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
-import { encodeUtf8 } from '../model/utf8.js';
 
 /**
  * Keeps one store folder's crash-recovery record (record-file.ts) up to date: written before
  * the folder is made, after the download, after every pass, and before every push (so a write
  * the store may have received is never mistaken for a remote edit at recovery); removed when
- * the folder is.
+ * the folder is. It is told, never finds out: the pass's owner (the mounter, recover) calls
+ * `write`/`tryWrite` when it ends a pass, and the executor awaits `beforeSend` right before a
+ * push goes out (`StoreSyncDeps.beforeSend`). What it writes is the engine's state as it is
+ * (`state`): the baseline, its memory ids, the writes of unknown outcome.
  *
  * Writes are serialised and coalesced: one runs at a time, a request made while one is waiting
  * joins it, and each write takes the state as it is when it starts, so the newest state is
@@ -50,8 +43,6 @@ export class MountRecord {
   identities: (() => MountPathIdentities | null) | null = null;
   /** The mounter's `memory_sync_deletions`, for recovery's handling of local moves; unset: not written. */
   deletionMode: DeletionMode | undefined;
-  readonly #idByPath = new Map<string, string>();
-  readonly #pathById = new Map<string, string>();
   /** path -> sha of content about to be sent (or sent) that no pass has settled yet. */
   readonly #intents = new Map<string, string>();
   #retired = false;
@@ -76,9 +67,8 @@ export class MountRecord {
     if (this.phase === 'mounted' && state) {
       for (const [path, sha] of [...state.baseline].sort(byKey)) {
         baseline[path] = sha;
-        // What a store answer named last, else what the engine settled on: a memory pulled with
-        // the feed's content was never fetched, so no answer named it.
-        const id = this.#idByPath.get(path) ?? state.baselineIds.get(path);
+        // The id the engine agreed the path with (one map: the state's), not the last answer's.
+        const id = state.baselineIds.get(path);
         if (id !== undefined) memoryIds[path] = id;
       }
       for (const [path, sha] of state.unknownWrites) unsettled[path] = sha;
@@ -164,7 +154,11 @@ export class MountRecord {
     }
   }
 
-  /** Seeds what a recovered record knew, so rewriting it loses nothing. */
+  /**
+   * Seeds what a recovered record knew of the mount, so rewriting it loses nothing. Its baseline,
+   * ids and unsettled writes are the engine's to take up (`StoreSync.resume`): the record
+   * mirrors the state that holds them.
+   */
   restore(record: StateRecord): void {
     this.mountId = record.mount_id;
     const { folder_ids: folders, memory_root_id: root } = record;
@@ -172,104 +166,18 @@ export class MountRecord {
     if (record.deletion_mode !== undefined) this.deletionMode = record.deletion_mode;
     this.phase = record.phase;
     this.createdFolders = [...record.created_folders];
-    for (const [path, id] of Object.entries(record.memory_ids)) this.#noteId(path, id);
   }
-
-  /** The store client the engine uses for this store: it learns memory ids and records each push before it is sent. */
-  client(inner: StoreClient): StoreClient {
-    return new RecordingClient(inner, this);
-  }
-
-  #noteId(path: string, id: string): void {
-    const old = this.#idByPath.get(path);
-    if (old !== undefined) this.#pathById.delete(old);
-    this.#idByPath.set(path, id);
-    this.#pathById.set(id, path);
-  }
-
-  /** @internal For RecordingClient. */
-  noteMemory(memory: StoreMemory): void {
-    if (typeof memory.path === 'string' && typeof memory.id === 'string') this.#noteId(memory.path, memory.id);
-  }
-
-  /** @internal For RecordingClient: the push of `content` to `path` is about to go out. */
-  async notePush(path: string | undefined, content: string): Promise<void> {
-    if (path === undefined || this.#retired) return;
-    this.#intents.set(path, sha256Hex(encodeUtf8(content)));
-    await this.tryWrite();
-  }
-
-  /** @internal */
-  pathOf(memoryId: string): string | undefined {
-    return this.#pathById.get(memoryId);
-  }
-}
-
-/** See MountRecord.client. */
-class RecordingClient implements StoreClient {
-  constructor(
-    private readonly inner: StoreClient,
-    private readonly record: MountRecord,
-  ) {}
 
   /**
-   * Present exactly when the inner client has it: a recorded session must read the change feed
-   * like any other (its absence would silently mean a full listing every pass). Versions carry
-   * no content and no write, so nothing of them is recorded.
+   * The push of content of `sha` to `path` is about to go out (the executor awaits this right
+   * before the request): the record names it among the unsettled writes before the store can
+   * receive it, until a pass settles it into the baseline. A failed write is logged, never
+   * thrown (`tryWrite`): the push goes on, and recovery would use the last record written.
    */
-  get listVersions(): ((storeId: string, opts?: StoreListVersionsOptions) => AsyncIterable<StoreMemoryVersion>) | undefined {
-    const inner = this.inner;
-    if (!inner.listVersions) return undefined;
-    return (storeId, opts) => inner.listVersions!(storeId, opts);
-  }
-
-  /** Present exactly when the inner client has it (the parallel download); memories listed are noted like `list`'s. */
-  get listFolder(): ((storeId: string, opts?: StoreListFolderOptions) => AsyncIterable<StoreFolderEntry>) | undefined {
-    const inner = this.inner;
-    if (!inner.listFolder) return undefined;
-    const record = this.record;
-    return async function* (storeId, opts) {
-      for await (const entry of inner.listFolder!(storeId, opts)) {
-        if (entry.type === 'memory') record.noteMemory(entry.memory);
-        yield entry;
-      }
-    };
-  }
-
-  async *list(storeId: string, opts?: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal }): AsyncIterable<StoreMemory> {
-    for await (const memory of this.inner.list(storeId, opts)) {
-      this.record.noteMemory(memory);
-      yield memory;
-    }
-  }
-
-  async get(storeId: string, memoryId: string, opts?: { signal?: AbortSignal }): Promise<StoreMemory> {
-    const memory = await this.inner.get(storeId, memoryId, opts);
-    this.record.noteMemory(memory);
-    return memory;
-  }
-
-  async create(storeId: string, input: { path: string; content: string }, opts?: { signal?: AbortSignal }): Promise<StoreMemory> {
-    await this.record.notePush(input.path, input.content);
-    const memory = await this.inner.create(storeId, input, opts);
-    this.record.noteMemory(memory);
-    return memory;
-  }
-
-  async update(
-    storeId: string,
-    memoryId: string,
-    input: { content?: string; path?: string; expected_content_sha256?: string },
-    opts?: { signal?: AbortSignal },
-  ): Promise<StoreMemory> {
-    if (input.content !== undefined) await this.record.notePush(input.path ?? this.record.pathOf(memoryId), input.content);
-    const memory = await this.inner.update(storeId, memoryId, input, opts);
-    this.record.noteMemory(memory);
-    return memory;
-  }
-
-  delete(storeId: string, memoryId: string, opts?: { expected_content_sha256?: string; signal?: AbortSignal }): Promise<void> {
-    return this.inner.delete(storeId, memoryId, opts);
+  async beforeSend(path: string, sha: string): Promise<void> {
+    if (this.#retired) return;
+    this.#intents.set(path, sha);
+    await this.tryWrite();
   }
 }
 

@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from '../remote/bounded-store-client.js';
@@ -12,12 +11,13 @@ import { removeCreatedFolder, removeEmptyFolder } from '../local/mount-folders.j
 import { isWithin } from '../model/mount-path.js';
 import { NodeFileSystem } from '../local/node-file-system.js';
 import { resolveOptions } from '../session/options.js';
+import { cutOffReport, finalPassOptions, passesWithin, timeBound } from '../session/deadline.js';
 import { isoTime, type RecoveredStoreReport, type RecoveryLeftCode, type RecoveryReport, type StoreSyncReport } from '../model/reports.js';
 import { listRecords, removeRecord, type RecordListing, type StateRecord } from './record-file.js';
 import { MountRecord } from './mount-record.js';
 import type { StoreClient } from '../remote/store-client.js';
 import { StoreFolder } from '../local/store-folder.js';
-import { emptyReport, StoreSync } from '../pass/store-sync.js';
+import { StoreSync } from '../pass/store-sync.js';
 import type { Logger, MountedStore } from '../model/types.js';
 import { localChanges, unpushedChanges, wipedFolder } from '../decide/unpushed.js';
 
@@ -65,8 +65,6 @@ export interface RecoverOptions {
 
 /** Transfers in flight per store, as in a mounter's passes. */
 const TRANSFERS_PER_STORE = 8;
-/** After the deadline, how long a pass gets to wind down before it is left. */
-const ABORT_SETTLE_MS = 1_000;
 /** A temp file in stateDir older than this is left from a write that will never finish. */
 const STALE_TEMP_MS = 60_000;
 /** The FileSystem's temp files (`tempFileName`). */
@@ -104,12 +102,8 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   const fs = resolved.fileSystem ?? new NodeFileSystem();
   const stateDir = resolved.stateDir!;
   const { logger, now, memoryRoot } = resolved;
-  const controller = new AbortController();
-  // Every store call in flight listens to the deadline: a pool of transfers is far more than
-  // Node's default of 10 listeners, and its warning would read as a leak.
-  setMaxListeners(0, controller.signal);
-  const ms = resolved.finalSyncTimeoutMs;
-  const timer = setTimeout(() => controller.abort(new Error(`finalSyncTimeout (${ms / 1000} s) ran out`)), ms);
+  // One deadline for the whole recovery, as for finalize (session/deadline.ts).
+  const deadline = timeBound('finalSyncTimeout', resolved.finalSyncTimeoutMs);
   const ctx: Context = {
     fs,
     client: new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger }),
@@ -117,7 +111,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
     memoryRoot,
     logger,
     now,
-    deadline: controller.signal,
+    deadline: deadline.signal,
   };
   const report: RecoveryReport = { startedAt: isoTime(now()), finishedAt: isoTime(now()), timedOut: false, stores: [], unreadableRecords: [], unvouched: [] };
   try {
@@ -129,13 +123,13 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
     }
     const chosen = listing.records.filter(({ record }) => only === undefined || only.includes(record.memory_store_id));
     report.stores = await Promise.all(chosen.map(({ file, record }) => recoverOne(ctx, file, record)));
-    report.timedOut = controller.signal.aborted;
+    report.timedOut = deadline.signal.aborted;
     report.unvouched = await unvouchedEntries(fs, memoryRoot, listing.records.map((r) => r.record.host_path));
     for (const u of report.unvouched) {
       logger.warn('left untouched: no state record names this entry under the memory root', { path: u.path, type: u.type, marker_store_id: u.markerStoreId });
     }
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
   }
   report.finishedAt = isoTime(now());
   return report;
@@ -281,7 +275,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
     const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
     recorder.restore(record);
     const store = new StoreSync(mount, folder, {
-      client: recorder.client(ctx.client),
+      client: ctx.client,
+      // Each push is in the record before it goes out: a recover cut off mid-push leaves a
+      // record whose next recover takes that write for ours, not for a remote edit.
+      beforeSend: (path, sha) => recorder.beforeSend(path, sha),
       logger,
       // A push-only pass sends no deletion whatever the mode; the mode decides only whether a
       // local move is a rename (the old path leaves the store: only `enabled`, as the dead
@@ -430,32 +427,13 @@ async function leafProblem(fs: FileSystem, chain: MountChain, expect: FolderIden
   return stat.type === 'directory' ? null : 'not_directory';
 }
 
-/** The store's push-only pass, within the recovery deadline plus a short wind-down; null if it had to be left running. */
+/** The store's push-only pass, within the recovery deadline plus the wind-down finalize's passes get; null if it had to be left running. */
 async function passWithin(store: StoreSync, ctx: Context): Promise<StoreSyncReport | null> {
-  // settleMs 0: recovery is a final pass; every file is taken as it is, and one it cannot read
-  // is read again a few times before it is named unpushed (and keeps the folder).
-  const pass = store.pass({ now: ctx.now(), graceMs: 0, settleMs: 0, pushOnly: true, signal: ctx.deadline, rereadUnreadable: true });
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    const settle = () => {
-      timer = setTimeout(() => resolve(null), ABORT_SETTLE_MS);
-    };
-    if (ctx.deadline.aborted) settle();
-    else ctx.deadline.addEventListener('abort', settle, { once: true });
-  });
-  try {
-    return await Promise.race([pass, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function cutOffReport(mount: MountedStore): StoreSyncReport {
-  const cut = emptyReport(mount);
-  cut.status = 'skipped';
-  cut.code = 'time_bound';
-  cut.reason = 'cut off by the time bound; calls still in flight were abandoned';
-  return cut;
+  // A final pass: every file is taken as it is, and one it cannot read is read again a few
+  // times before it is named unpushed (and keeps the folder).
+  const pass = store.pass(finalPassOptions(ctx.now(), ctx.deadline, true));
+  const { reports: [report] } = await passesWithin([pass], ctx.deadline);
+  return report ?? null;
 }
 
 function markerReason(marker: 'missing' | 'foreign' | 'unreadable' | 'ok'): string {

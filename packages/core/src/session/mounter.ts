@@ -14,6 +14,7 @@ import { resolveOptions, type ResolvedOptions } from './options.js';
 import { isoTime, type FinalizeReport, type StoreSyncReport, type SyncReport } from '../model/reports.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from '../pass/store-sync.js';
+import { cutOffReport, finalPassOptions, passesWithin, timeBound } from './deadline.js';
 import type { StoreClient } from '../remote/store-client.js';
 import type { MemoryMounterOptions, MountedStore } from '../model/types.js';
 import { MARKER_FILE } from '../model/limits.js';
@@ -28,8 +29,6 @@ import { pendingLocalChanges, type StoreStatus } from './status.js';
 import type { StoreReasonCode } from '../model/reasons.js';
 import type { Logger } from '../model/types.js';
 
-/** After a time bound aborts a pass, how long its calls get to wind down before being left. */
-const ABORT_SETTLE_MS = 1_000;
 /** How far the wall clock may drift from the monotonic one between two passes before it is said to have jumped. */
 const WALL_JUMP_MS = 60_000;
 
@@ -260,7 +259,7 @@ export class MemoryMounter extends MounterEventEmitter {
         let remaking = false;
         stores.push(
           new StoreSync(mount, folder, {
-            client: record ? record.client(this.#client) : this.#client,
+            client: this.#client,
             logger: storeLogger(logger, mount.memoryStoreId),
             deletionMode: this.#options.deletionMode,
             concurrency: this.#options.transferConcurrency,
@@ -282,6 +281,8 @@ export class MemoryMounter extends MounterEventEmitter {
                 remaking = false;
                 return record.tryWrite();
               },
+              // Before each push, so a write the store may receive is in the record first.
+              beforeSend: (path: string, sha: string) => record.beforeSend(path, sha),
             }),
             events: this.storeEvents(mount),
             ...(fs.watchDir && { watchDir: fs.watchDir.bind(fs) }),
@@ -534,7 +535,7 @@ export class MemoryMounter extends MounterEventEmitter {
     // sync always lists each store in full; the flush after it reuses what that listing (and the
     // sync's own writes) taught, so a finalize reads each store once.
     const finalPass = (pushOnly: boolean, remote: PassOptions['remote']) =>
-      this.syncAll({ now: this.#options.monotonicNow(), graceMs: 0, settleMs: 0, pushOnly, signal: deadline, remote, rereadUnreadable: true }, true, false);
+      this.syncAll(finalPassOptions(this.#options.monotonicNow(), deadline, pushOnly, remote), true, false);
     // Each scan replaces `lastScan`: the same object afterwards means no final scan finished.
     const scanBefore = new Map(this.#stores.map((store) => [store, store.lastScan]));
     if (outcome === 'completed') {
@@ -737,18 +738,15 @@ export class MemoryMounter extends MounterEventEmitter {
     const stillWinding = this.#straggling !== null;
     const pending = this.#stores.map((store, i) =>
       stillWinding
-        ? Promise.resolve(cutOffReport(store, 'cut off by the time bound while the pass before it was still winding down'))
+        ? Promise.resolve(cutOffReport(store.mount, 'cut off by the time bound while the pass before it was still winding down'))
         : decisions[i] === 'skip'
           ? Promise.resolve(this.backingOff(store))
           : store.pass(decisions[i] === 'probe' ? { ...pass, probe: true } : pass),
     );
-    // If a time bound fires (or already has), give the passes a moment to wind down, then leave them.
-    const aborted = pass.signal.aborted
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
-    const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
-    const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
-    if (!first) {
+    // If a time bound fires (or already has), the passes get a moment to wind down, then are left.
+    const within = await passesWithin(pending, pass.signal);
+    const stores = this.#stores.map((store, i) => within.reports[i] ?? cutOffReport(store.mount));
+    if (within.interrupted) {
       const straggling = Promise.allSettled(pending).then(() => {
         if (this.#straggling === straggling) this.#straggling = null;
       });
@@ -869,19 +867,6 @@ function warnCutOff(logger: ResolvedOptions['logger'], report: SyncReport, reaso
   }
 }
 
-/** A deadline: its signal aborts `ms` from now, with a reason naming the option. */
-function timeBound(
-  option: string,
-  ms: number,
-  controller = new AbortController(),
-): { controller: AbortController; signal: AbortSignal; clear: () => void } {
-  // Every store call in flight listens to its deadline (each removes its listener when done):
-  // with a pool of transfers and several stores, far more than Node's default 10 is normal.
-  setMaxListeners(0, controller.signal);
-  const timer = setTimeout(() => controller.abort(new Error(`${option} (${ms / 1000} s) ran out`)), ms);
-  return { controller, signal: controller.signal, clear: () => clearTimeout(timer) };
-}
-
 /**
  * Aborts `controller` when `signal` does (at once if it already has). Returns the unlink, to
  * call when the work is over so a long-lived signal does not hold the controller.
@@ -926,33 +911,6 @@ async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promis
     await Promise.race([work, aborted]);
   } finally {
     signal.removeEventListener('abort', onAbort);
-  }
-}
-
-/** The report of a store's pass that the time bound stopped before it could report itself. */
-function cutOffReport(store: StoreSync, reason: string): StoreSyncReport {
-  const cut = emptyReport(store.mount);
-  cut.status = 'skipped';
-  cut.code = 'time_bound';
-  cut.reason = reason;
-  return cut;
-}
-
-/** Reports of the passes that finish within `ms`; the others are recorded as cut off. */
-async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSync[], ms: number): Promise<StoreSyncReport[]> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), ms);
-  });
-  try {
-    return await Promise.all(
-      pending.map(async (p, i) => {
-        const report = await Promise.race([p, late]);
-        return report ?? cutOffReport(stores[i]!, 'cut off by the time bound; calls still in flight were abandoned');
-      }),
-    );
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -243,15 +243,6 @@ export class StoreFolder {
     return this.#act(async () => (await this.chain.check(this.identity)) ?? 'directory');
   }
 
-  /** Whether the held folder is still the one at the store's path. */
-  isAtHostPath(): Promise<boolean> {
-    return this.#act(() => this.#isAtHostPath());
-  }
-
-  async #isAtHostPath(): Promise<boolean> {
-    return (await this.chain.check(this.identity)) === null;
-  }
-
   /**
    * Gives the owner back read, write and search on the store folder itself (through its name in
    * the held parent: a folder locked with `chmod 0` cannot be reached through its own handle),
@@ -736,7 +727,8 @@ export class StoreFolder {
       }
       await this.#verify(this.#root, `/${MARKER_FILE}`);
       await this.fs.rm(`${this.#root.path}/${MARKER_FILE}`);
-      if (await this.#isAtHostPath()) await this.fs.rm(this.chain.leafVia);
+      // The folder's name goes only while it still leads to the folder held (never another put there).
+      if ((await this.chain.check(this.identity)) === null) await this.fs.rm(this.chain.leafVia);
     });
     await this.close();
   }

@@ -109,7 +109,3 @@ export interface Reason<C extends ReasonCode = ReasonCode> {
   code: C;
   detail: string;
 }
-
-export function reason<C extends ReasonCode>(code: C, detail: string): Reason<C> {
-  return { code, detail };
-}

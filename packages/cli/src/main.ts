@@ -32,24 +32,25 @@ const COMMON = {
 
 const DELETION_MODES: readonly DeletionMode[] = ['enabled', 'log_only', 'disabled'];
 
+/** Each command, by its name on the command line: given the arguments after the name, it resolves to the exit code. */
+const COMMANDS: Readonly<Record<string, (args: readonly string[], out: Output) => Promise<number>>> = {
+  mount: mountCommand,
+  pull: pullCommand,
+  status: statusCommand,
+  push: pushCommand,
+  recover,
+  'handle-item': handleItem,
+};
+
 /** Runs one command line; resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   const out = new Output(argv.includes('--json'), { verbose: argv.includes('--verbose') });
   try {
+    // Own keys only: `constructor` or `toString` is an unknown command, not a property.
+    const run = command !== undefined && Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+    if (run) return await run(rest, out);
     switch (command) {
-      case 'mount':
-        return await mountCommand(rest, out);
-      case 'pull':
-        return await pullCommand(rest, out);
-      case 'status':
-        return await statusCommand(rest, out);
-      case 'push':
-        return await pushCommand(rest, out);
-      case 'recover':
-        return await recover(rest, out);
-      case 'handle-item':
-        return await handleItem(rest, out);
       case undefined:
       case '--help':
       case '-h':

@@ -12,7 +12,7 @@ import {
   type StoreClient,
   type SyncReport,
 } from '@memory-mounter/core';
-import { connect } from './connect.js';
+import { connect, type Connection } from './connect.js';
 import { handleItemCommand } from './handle-item.js';
 import { diffFolder, findRecord, recordFor, type FolderDiff } from './local-diff.js';
 import { explainMountError, type MountTargetWords } from './mount-errors.js';
@@ -32,24 +32,25 @@ const COMMON = {
 
 const DELETION_MODES: readonly DeletionMode[] = ['enabled', 'log_only', 'disabled'];
 
+/** Each command, by its name on the command line: given the arguments after the name, it resolves to the exit code. */
+const COMMANDS: Readonly<Record<string, (args: readonly string[], out: Output) => Promise<number>>> = {
+  mount: mountCommand,
+  pull: pullCommand,
+  status: statusCommand,
+  push: pushCommand,
+  recover,
+  'handle-item': handleItem,
+};
+
 /** Runs one command line; resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   const out = new Output(argv.includes('--json'), { verbose: argv.includes('--verbose') });
   try {
+    // Own keys only: `constructor` or `toString` is an unknown command, not a property.
+    const run = command !== undefined && Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+    if (run) return await run(rest, out);
     switch (command) {
-      case 'mount':
-        return await mountCommand(rest, out);
-      case 'pull':
-        return await pullCommand(rest, out);
-      case 'status':
-        return await statusCommand(rest, out);
-      case 'push':
-        return await pushCommand(rest, out);
-      case 'recover':
-        return await recover(rest, out);
-      case 'handle-item':
-        return await handleItem(rest, out);
       case undefined:
       case '--help':
       case '-h':
@@ -251,17 +252,37 @@ async function mountCommand(args: readonly string[], out: Output): Promise<numbe
   if (help) return out.text(help), EXIT.ok;
   if (positionals.length < 1 || positionals.length > 2) throw new UsageError('mount takes <memory_store_id> [dir]');
   const target = await mountTarget(positionals[0], positionals[1], values);
+  const announce = (connection: Connection) => {
+    if (connection.emulator) out.note(`emulator: ${connection.baseURL} (store memstore_demo)`, { event: 'emulator', baseURL: connection.baseURL });
+  };
+  return downloadThen(target, values, out, announce, async (mounter, stops) => {
+    const problems = await runUntilStopped(mounter, target, stops, out);
+    return problems ? EXIT.syncProblems : EXIT.ok;
+  });
+}
+
+/**
+ * Connects (`connected` sees the connection first), downloads the target's store, then hands
+ * the mounter to `next`: the connection and the stop requests last until `next` ends. A
+ * download a stop request cut short ends as `interrupted` says, without `next`.
+ */
+async function downloadThen(
+  t: MountTarget,
+  values: Flags,
+  out: Output,
+  connected: (connection: Connection) => void,
+  next: (mounter: MemoryMounter, stops: StopRequests) => Promise<number>,
+): Promise<number> {
   const stops = new StopRequests();
   out.onClosed = () => stops.request('stdout closed');
   try {
     const connection = await connect(values);
     try {
-      if (connection.emulator) out.note(`emulator: ${connection.baseURL} (store memstore_demo)`, { event: 'emulator', baseURL: connection.baseURL });
-      const { mounter, resource } = mounterFor(target, connection.storeClient);
+      connected(connection);
+      const { mounter, resource } = mounterFor(t, connection.storeClient);
       out.follow(mounter);
-      if (!(await download(mounter, resource, target, stops, out))) return interrupted(target, stops, out);
-      const problems = await runUntilStopped(mounter, target, stops, out);
-      return problems ? EXIT.syncProblems : EXIT.ok;
+      if (!(await download(mounter, resource, t, stops, out))) return interrupted(t, stops, out);
+      return await next(mounter, stops);
     } finally {
       await connection.close();
     }
@@ -353,24 +374,12 @@ async function pullCommand(args: readonly string[], out: Output): Promise<number
   if (help) return out.text(help), EXIT.ok;
   if (positionals.length !== 2) throw new UsageError('pull takes <memory_store_id> <dir>');
   const target = await mountTarget(positionals[0], positionals[1], values);
-  const stops = new StopRequests();
-  out.onClosed = () => stops.request('stdout closed');
-  try {
-    const connection = await connect(values);
-    try {
-      const { mounter, resource } = mounterFor(target, connection.storeClient);
-      out.follow(mounter);
-      if (!(await download(mounter, resource, target, stops, out))) return interrupted(target, stops, out);
-      // Left mounted on purpose (not finalized): the folder stays, its record says what was pulled.
-      const [s] = mounter.status();
-      out.note(`pulled ${target.id} into ${target.dir}`, { event: 'pulled_store', memoryStoreId: target.id, dir: target.dir, status: s });
-      return EXIT.ok;
-    } finally {
-      await connection.close();
-    }
-  } finally {
-    stops.dispose();
-  }
+  return downloadThen(target, values, out, () => {}, async (mounter) => {
+    // Left mounted on purpose (not finalized): the folder stays, its record says what was pulled.
+    const [s] = mounter.status();
+    out.note(`pulled ${target.id} into ${target.dir}`, { event: 'pulled_store', memoryStoreId: target.id, dir: target.dir, status: s });
+    return EXIT.ok;
+  });
 }
 
 async function statusCommand(args: readonly string[], out: Output): Promise<number> {

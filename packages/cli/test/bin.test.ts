@@ -62,6 +62,8 @@ describe('memory-mounter (the built bin)', () => {
       expect(r.stdout).toContain(`memory-mounter ${command}`);
     }
     expect(run(['bogus']).code).toBe(2);
+    // Names every object has are no commands either.
+    for (const command of ['constructor', 'toString', '__proto__']) expect(run([command]).stderr).toMatch(/unknown command/);
     expect(run(['mount', 'memstore_demo', '--interval', 'soon', '--emulator']).code).toBe(2);
     expect(run(['mount', 'memstore_demo', '--no-such-flag']).code).toBe(2);
     expect(run(['pull', 'memstore_demo', 'x']).stderr).toMatch(/ANTHROPIC_API_KEY/);

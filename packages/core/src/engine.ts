@@ -69,7 +69,7 @@ export { indexRemote, alignLocalCase, type RemoteIndex } from './decide/remote-i
 export { applyPlan, type ApplyIO } from './pass/apply.js';
 export type { Outcome, Result } from './decide/outcome.js';
 export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './decide/settle.js';
-export { reason, type Reason, type ReasonCode, type StoreReasonCode, type PathReasonCode } from './model/reasons.js';
+export type { Reason, ReasonCode, StoreReasonCode, PathReasonCode } from './model/reasons.js';
 export type { StoreEvents } from './model/events.js';
 export type { RemoteChange, ListedMemory } from './decide/feed-fold.js';
 export { emptySyncState, type SyncState } from './model/sync-state.js';

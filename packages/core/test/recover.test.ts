@@ -380,7 +380,7 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(await h.read(`${dir}/notes.md`)).toBe('not a temp file');
     });
 
-    it('removes temp files of record writes a crash cut short, once their writer is provably gone', async () => {
+    it("removes temp files of record writes a crash cut short: the FileSystem's once stale, older versions' once their writer is provably gone", async () => {
       const name = recordFileName(dir);
       const deadPid = 2 ** 22 + 12345; // above Linux's pid_max: no such process
       const files = {

@@ -1,16 +1,24 @@
+import { statSync } from 'node:fs';
+import { mkdtemp, readdir, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  fsError,
   MemoryConfigError,
   MemoryMounter,
+  NodeFileSystem,
   parseRecord,
   recordFileName,
   STATE_RECORD_FORMAT,
   STATE_RECORD_VERSION,
   type FileSystem,
   type StateRecord,
+  type WriteOptions,
 } from '@memory-mounter/core';
-import { FaultyFileSystem, InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
+import { InMemoryStoreClient, MemfsFileSystem } from '@memory-mounter/testing';
 import { listRecords, writeRecord } from '../src/recovery/record-file.js';
+import { DISKS, type DiskKind } from './harness.js';
 
 /** SPEC 6.3: the crash-recovery record: its name, its format, and that it is written atomically. */
 
@@ -91,55 +99,104 @@ describe('parseRecord', () => {
   });
 });
 
-describe('writeRecord and listRecords', () => {
-  it('writes through a temp file in stateDir renamed over the record, never the record in place', async () => {
+/** A stateDir on each disk: memfs, and a real temp dir through NodeFileSystem. */
+async function stateDirOn(disk: DiskKind): Promise<{ fs: FileSystem; dir: string; names(): Promise<string[]>; mode(name: string): number | null; done(): Promise<void> }> {
+  if (disk === 'memfs') {
     const fs = new MemfsFileSystem({ [STATE]: null });
-    const calls: string[] = [];
-    const spy: FileSystem = new Proxy(fs, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          if (prop === 'writeFile' || prop === 'rename') calls.push(`${String(prop)} ${args.slice(0, prop === 'rename' ? 2 : 1).join(' -> ')}`);
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    const record = sampleRecord();
-    await writeRecord(spy, STATE, record);
-    const name = recordFileName(record.host_path);
-    expect(calls).toHaveLength(2);
-    expect(calls[0]).toMatch(new RegExp(`^writeFile ${STATE}/${name}\\.tmp-\\d+-[0-9a-f]{8}$`));
-    expect(calls[1]).toMatch(new RegExp(`^rename ${STATE}/${name}\\.tmp-\\d+-[0-9a-f]{8} -> ${STATE}/${name}$`));
-    expect(fs.vol.readdirSync(STATE)).toEqual([name]);
-    expect(parseRecord(fs.vol.readFileSync(`${STATE}/${name}`) as Uint8Array)).toEqual({ ok: true, record });
+    return {
+      fs,
+      dir: STATE,
+      names: async () => fs.vol.readdirSync(STATE).map(String).sort(),
+      mode: (name) => Number(fs.vol.statSync(`${STATE}/${name}`).mode) & 0o777,
+      done: async () => {},
+    };
+  }
+  const dir = await realpath(await mkdtemp(join(tmpdir(), 'mm-state-')));
+  return {
+    fs: new NodeFileSystem(),
+    dir,
+    names: async () => (await readdir(dir)).sort(),
+    mode: (name) => statSync(join(dir, name)).mode & 0o777,
+    done: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** `fs` with every call of the listed methods written down (the first path, or `from -> to`), then passed on. */
+function spying(fs: FileSystem, methods: readonly string[], calls: string[]): FileSystem {
+  return new Proxy(fs, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (methods.includes(String(prop))) calls.push(`${String(prop)} ${args.slice(0, prop === 'rename' ? 2 : 1).join(' -> ')}`);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+describe.each(DISKS)('writeRecord on %s', (disk) => {
+  it('writes the record with one FileSystem.writeFile (atomic by its contract), 0600, and no temp file of its own', async () => {
+    const state = await stateDirOn(disk);
+    try {
+      const calls: string[] = [];
+      const record = sampleRecord();
+      const name = recordFileName(record.host_path);
+      await writeRecord(spying(state.fs, ['writeFile', 'writeFileExclusive', 'rename', 'link', 'rm'], calls), state.dir, record);
+      expect(calls).toEqual([`writeFile ${state.dir}/${name}`]);
+      expect(await state.names()).toEqual([name]);
+      expect(state.mode(name)).toBe(0o600);
+      expect(parseRecord(await state.fs.readFile(`${state.dir}/${name}`), name)).toEqual({ ok: true, record });
+      // A second write replaces it whole, and leaves nothing beside it either.
+      const next = sampleRecord({ baseline: {} });
+      await writeRecord(state.fs, state.dir, next);
+      expect(await state.names()).toEqual([name]);
+      expect(parseRecord(await state.fs.readFile(`${state.dir}/${name}`), name)).toEqual({ ok: true, record: next });
+    } finally {
+      await state.done();
+    }
   });
 
-  it('a write that fails leaves the previous record whole, and no temp file', async () => {
-    const fs = new MemfsFileSystem({ [STATE]: null });
-    const first = sampleRecord();
-    await writeRecord(fs, STATE, first);
-    const faulty = new FaultyFileSystem(fs);
-    faulty.failNext('rename', 'ENOSPC');
-    await expect(writeRecord(faulty, STATE, sampleRecord({ baseline: {} }))).rejects.toMatchObject({ code: 'ENOSPC' });
-    expect(fs.vol.readdirSync(STATE)).toEqual([recordFileName(first.host_path)]);
-    const listed = await listRecords(fs, STATE);
-    expect(listed.records).toEqual([{ file: recordFileName(first.host_path), record: first }]);
+  it('a write that fails before its content takes the name leaves the previous record whole, and no temp file', async () => {
+    const state = await stateDirOn(disk);
+    try {
+      const first = sampleRecord();
+      await writeRecord(state.fs, state.dir, first);
+      // The disk fills once the new content is whole in the FileSystem's temp file, before the rename.
+      const full: FileSystem = new Proxy(state.fs, {
+        get(target, prop, receiver) {
+          if (prop !== 'writeFile') return Reflect.get(target, prop, receiver) as unknown;
+          return (path: string, data: Uint8Array, opts?: WriteOptions) =>
+            target.writeFile(path, data, { ...opts, beforeReplace: () => Promise.reject(fsError('ENOSPC', 'write', path)) });
+        },
+      });
+      await expect(writeRecord(full, state.dir, sampleRecord({ baseline: {} }))).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(await state.names()).toEqual([recordFileName(first.host_path)]);
+      const listed = await listRecords(state.fs, state.dir);
+      expect(listed.records).toEqual([{ file: recordFileName(first.host_path), record: first }]);
+    } finally {
+      await state.done();
+    }
   });
+});
 
-  it('lists a damaged record as unreadable instead of throwing, and ignores files not named like records', async () => {
+describe('listRecords', () => {
+  it("lists a damaged record as unreadable instead of throwing, temp files (older versions' and the FileSystem's) as temps, and ignores other files", async () => {
     const good = sampleRecord();
     const badName = recordFileName('/host/mnt/memory/broken');
     const fs = new MemfsFileSystem({
       [`${STATE}/${badName}`]: '{"format":"memory-mounter/state-record","vers',
       [`${STATE}/notes.txt`]: 'operator notes',
       [`${STATE}/${recordFileName('/x')}.tmp-99999999-0badf00d`]: 'half',
+      [`${STATE}/.mm-tmp-0123456789abcdef`]: 'half',
+      [`${STATE}/.tmp-4242-0f8e2c1a-9b7d-4c3e-8a2f-1d6b5e4c3a21`]: 'not a record write',
     });
     await writeRecord(fs, STATE, good);
     const listed = await listRecords(fs, STATE);
     expect(listed.records.map((r) => r.record)).toEqual([good]);
     expect(listed.unreadable).toEqual([{ file: badName, reason: expect.stringMatching(/not valid JSON/) }]);
-    expect(listed.temps).toEqual([{ file: `${recordFileName('/x')}.tmp-99999999-0badf00d`, pid: 99999999 }]);
+    expect(listed.olderTemps).toEqual([{ file: `${recordFileName('/x')}.tmp-99999999-0badf00d`, pid: 99999999 }]);
+    expect(listed.fsTemps.map((t) => t.file)).toEqual(['.mm-tmp-0123456789abcdef']);
   });
 });
 

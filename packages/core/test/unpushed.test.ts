@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreSyncReport } from '@memory-mounter/core';
-import { emptyPassReport } from '@memory-mounter/core/engine';
+import { emptyPassReport, emptySyncState } from '@memory-mounter/core/engine';
 import { keptUnread, localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/decide/unpushed.js';
+import { pendingLocalChanges } from '../src/session/status.js';
 
 /** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
 
@@ -48,6 +49,27 @@ describe('localChanges', () => {
     });
     expect(Object.fromEntries(got.map((c) => [c.path, c.change]))).toEqual(expected);
     expect(got.map((c) => c.path)).toEqual([...got.map((c) => c.path)].sort());
+  });
+});
+
+describe("pendingLocalChanges (status()): localChanges' edits and new files, less what was pulled over or refused for good", () => {
+  const atScan = { '/a.md': 'A', '/b.md': 'B', '/p.md': 'P', '/r.md': 'R', '/s.md': 'S', '/gone.md': 'G' };
+  // At the scan: /a.md edited, /n.md new, /b.md unchanged, /gone.md missing (a deletion candidate),
+  // /p.md and /q.md edited then pulled over, /r.md edited to content the store refuses,
+  // /s.md edited and pushed since (the baseline holds it now).
+  const files = { '/a.md': 'A2', '/n.md': 'N', '/b.md': 'B', '/p.md': 'P2', '/q.md': 'Q', '/r.md': 'R2', '/s.md': 'S2' };
+  const scan: LastScan = { files: filesOf(files), blocked: new Map(), baseline: map(atScan) };
+  const state = { ...emptySyncState(), baseline: map({ ...atScan, '/s.md': 'S2' }), refused: map({ '/r.md': 'R2' }) };
+
+  it('counts each change still not in the store, and no deletion', () => {
+    expect(pendingLocalChanges(state, scan, ['/p.md', '/q.md'])).toBe(2); // /a.md, /n.md
+    expect(pendingLocalChanges(state, scan, [])).toBe(4); // and /p.md, /q.md
+    expect(pendingLocalChanges({ ...state, refused: new Map() }, scan, [])).toBe(5); // and /r.md
+    expect(pendingLocalChanges(state, null, [])).toBe(0);
+  });
+
+  it('a refusal of other content than the file holds now does not hide the change', () => {
+    expect(pendingLocalChanges({ ...state, refused: map({ '/r.md': 'R1' }) }, scan, ['/p.md', '/q.md'])).toBe(3);
   });
 });
 

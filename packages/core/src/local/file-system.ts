@@ -184,22 +184,29 @@ export interface FileSystem {
   watchDir?(path: string, onEvent: (kind: 'change' | 'error') => void): DirWatch;
 }
 
+/** What tells one version of a file's content from another without reading it. */
+export type FileVersion = Pick<FileStat, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>;
+
 /**
- * `now` describes the very regular, singly-linked file `read` described, not written to since:
- * the same inode, size, mtime and ctime (any write moves ctime, which nobody can set back).
+ * `now` is a regular, singly-linked file of the version `then` names, not written to since: the
+ * same inode, size, mtime and ctime (any write moves ctime, which nobody can set back). The one
+ * statement of "unchanged" for a file: a re-check before a write and the scan's hash cache.
  */
-export function unchangedSince(now: FileStat | null, read: FileStat): boolean {
+export function sameFileVersion(now: FileStat, then: FileVersion): boolean {
   return (
-    now !== null &&
     now.type === 'file' &&
-    read.type === 'file' &&
     now.nlink === 1 &&
-    now.dev === read.dev &&
-    now.ino === read.ino &&
-    now.size === read.size &&
-    now.mtimeMs === read.mtimeMs &&
-    now.ctimeMs === read.ctimeMs
+    now.dev === then.dev &&
+    now.ino === then.ino &&
+    now.size === then.size &&
+    now.mtimeMs === then.mtimeMs &&
+    now.ctimeMs === then.ctimeMs
   );
+}
+
+/** `now` describes the very regular, singly-linked file `read` described, not written to since. */
+export function unchangedSince(now: FileStat | null, read: FileStat): boolean {
+  return now !== null && read.type === 'file' && sameFileVersion(now, read);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Semaphore } from 'async-mutex';
-import { errorCode } from './file-system.js';
+import { errorCode, sameFileVersion } from './file-system.js';
 import { MARKER_FILE } from '../model/limits.js';
 import { readMarker, type MarkerState } from './marker.js';
 import { mountablePathProblem } from '../model/memory-path.js';
@@ -268,16 +268,7 @@ type Keeper = ScanCarry & { left: number; into: Map<string, CarriedContent> };
  * before the hash: its cached sha still holds.
  */
 function unchangedSinceHashed(known: CachedHash, stat: FileStat): boolean {
-  return (
-    stat.type === 'file' &&
-    stat.nlink === 1 &&
-    known.size === stat.size &&
-    known.mtimeMs === stat.mtimeMs &&
-    known.ctimeMs === stat.ctimeMs &&
-    known.dev === stat.dev &&
-    known.ino === stat.ino &&
-    known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > racyWindowMs(stat.ctimeMs)
-  );
+  return sameFileVersion(stat, known) && known.hashedAt - Math.max(stat.mtimeMs, stat.ctimeMs) > racyWindowMs(stat.ctimeMs);
 }
 
 /**

@@ -27,24 +27,14 @@ import { conflictCopyPath, tempFileName } from '../model/unsynced-names.js';
  * not a regular file, has other hard links, or is larger than the memory limit is never read.
  */
 
-/** Why the folder refused to act on an entry; data, not prose, so callers branch on it. */
-export type RefusalCode =
-  /** The entry, or a folder on its way, is a symbolic link. */
-  | 'is_symlink'
-  /** The entry is not a regular file (FIFO, socket, device) or a folder on the way is a file. */
-  | 'not_regular'
-  /** The entry is a folder where a file was expected. */
-  | 'is_folder'
-  /** A regular file with other hard links: possibly a host file linked in, never read. */
-  | 'hard_link'
-  /** Larger than the memory limit: never read past it. */
-  | 'too_large'
-  /** A folder changed identity between two steps (unpinned handles only). */
-  | 'swapped'
-  /** Something is already where a download would create the file. */
-  | 'taken'
-  /** The file a write was to replace changed after it was read. */
-  | 'changed_during_sync';
+/**
+ * Why the folder refused to act on an entry; data, not prose, so callers branch on it. Path
+ * codes of the reports (`model/reasons.ts` says what each means), so a refusal is reported as is.
+ */
+export type RefusalCode = Extract<
+  PathReasonCode,
+  'is_symlink' | 'not_regular' | 'is_folder' | 'hard_link' | 'too_large' | 'swapped' | 'taken' | 'changed_during_sync'
+>;
 
 export class FolderRefusal extends Error {
   override name = 'FolderRefusal';
@@ -251,15 +241,6 @@ export class StoreFolder {
    */
   locate(): Promise<'directory' | 'missing' | 'not_directory' | 'replaced'> {
     return this.#act(async () => (await this.chain.check(this.identity)) ?? 'directory');
-  }
-
-  /** Whether the held folder is still the one at the store's path. */
-  isAtHostPath(): Promise<boolean> {
-    return this.#act(() => this.#isAtHostPath());
-  }
-
-  async #isAtHostPath(): Promise<boolean> {
-    return (await this.chain.check(this.identity)) === null;
   }
 
   /**
@@ -746,7 +727,8 @@ export class StoreFolder {
       }
       await this.#verify(this.#root, `/${MARKER_FILE}`);
       await this.fs.rm(`${this.#root.path}/${MARKER_FILE}`);
-      if (await this.#isAtHostPath()) await this.fs.rm(this.chain.leafVia);
+      // The folder's name goes only while it still leads to the folder held (never another put there).
+      if ((await this.chain.check(this.identity)) === null) await this.fs.rm(this.chain.leafVia);
     });
     await this.close();
   }

@@ -28,9 +28,9 @@ export type StoreReasonCode =
 /** Why one path was left alone, refused or not pushed (`skippedPaths`, `refused`, `unpushed`). */
 export type PathReasonCode =
   // What the scan or a re-check found at the path.
-  /** A symlink: never followed, never synced. */
+  /** A symlink (the entry, or a folder on its way): never followed, never synced. */
   | 'is_symlink'
-  /** A FIFO, socket or device. */
+  /** A FIFO, socket or device (or a file where a folder on the way was expected). */
   | 'not_regular'
   /** A folder where a file was expected (one that holds files is never removed). */
   | 'is_folder'
@@ -72,7 +72,7 @@ export type PathReasonCode =
   | 'read_only'
   /** A new file written less than `newFileSettle` ago: left for the next pass. */
   | 'settling'
-  /** The file changed on disk after the scan: left for the next pass. */
+  /** The file changed on disk after the scan (or after the read a write was to replace): left for the next pass. */
   | 'changed_during_sync'
   /** The memory was renamed in the store after the listing: the next pass follows it. */
   | 'renamed_during_sync'
@@ -108,8 +108,4 @@ export type ReasonCode = StoreReasonCode | PathReasonCode;
 export interface Reason<C extends ReasonCode = ReasonCode> {
   code: C;
   detail: string;
-}
-
-export function reason<C extends ReasonCode>(code: C, detail: string): Reason<C> {
-  return { code, detail };
 }

@@ -37,6 +37,29 @@ export function isTempFileName(name: string): boolean {
   return OUR_TEMP.test(name) || TOOLSET_TEMP.test(name);
 }
 
+/**
+ * A temp file of the engine's own writes (`tempFileName`), not the toolset's: what a
+ * `FileSystem.writeFile` killed half-way leaves beside its target (a store folder's file, the
+ * marker, a crash record in `stateDir`).
+ */
+export function isOwnTempFileName(name: string): boolean {
+  return OUR_TEMP.test(name);
+}
+
+/**
+ * Crash records in `stateDir` were once written through a temp file of their own,
+ * `<record name>.tmp-<pid>-<8 hex>`, renamed over the record; they are now written by
+ * `FileSystem.writeFile` alone (atomic already, its temp named by `tempFileName`). The old form
+ * is recognised only so that `recover` still removes one an older version's process left when
+ * it was killed mid-write: the writer's pid, or null for any other name.
+ */
+const OLDER_RECORD_TEMP = /^mm-state-[0-9a-f]{32}\.json\.tmp-(\d+)-[0-9a-f]{8}$/;
+
+export function olderRecordTempWriter(name: string): number | null {
+  const m = OLDER_RECORD_TEMP.exec(name);
+  return m ? Number(m[1]) : null;
+}
+
 /** `notes.conflict-20250102T030405678Z.md`: a conflict copy written by `conflictCopies: true`. */
 const CONFLICT_COPY = /\.conflict-\d{8}T\d{9}Z(\.[^./]*)?$/;
 

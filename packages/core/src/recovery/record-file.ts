@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { errorCode, type FileSystem } from '../local/file-system.js';
 import { mountablePathProblem } from '../model/memory-path.js';
 import { hostPathOf, isWithin, mountPathProblem } from '../model/mount-path.js';
 import type { Access, DeletionMode } from '../model/types.js';
+import { isOwnTempFileName, olderRecordTempWriter } from '../model/unsynced-names.js';
 
 /**
  * Crash-recovery records: one JSON file per mounted store folder in the operator's
@@ -13,8 +14,8 @@ import type { Access, DeletionMode } from '../model/types.js';
  *
  * The file name is derived from the folder's host path alone (`mm-state-<first 32 hex digits of
  * sha256(host path)>.json`): one folder, one record, and a later mount at the same path writes
- * the same name. Writes are atomic: a temp file in `stateDir` (`<name>.tmp-<pid>-<8 hex>`)
- * renamed over the record, so a reader (or a crash) sees the old record or the new one, whole.
+ * the same name. Writes are atomic (`FileSystem.writeFile`: a temp file beside the record, renamed
+ * over it), so a reader (or a crash) sees the old record or the new one, whole.
  *
  * `stateDir` belongs to the operator, not the agent, so it is reached by plain paths through the
  * mounter's FileSystem; what a record says about a store folder is still checked against the
@@ -27,9 +28,6 @@ export const STATE_RECORD_VERSION = 1;
 /** Larger than any real record (a store's whole baseline), so a file past it is not ours. */
 const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 const RECORD_NAME = /^mm-state-[0-9a-f]{32}\.json$/;
-const TEMP_NAME = /^(mm-state-[0-9a-f]{32}\.json)\.tmp-(\d+)-[0-9a-f]{8}$/;
-/** The FileSystem's own temp files (`tempFileName`), which a write killed half-way leaves too. */
-const FS_TEMP_NAME = /^\.mm-tmp-[0-9a-f]{16}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 
 /**
@@ -110,12 +108,6 @@ export function recordFileName(hostPath: string): string {
 
 function isRecordFileName(name: string): boolean {
   return RECORD_NAME.test(name);
-}
-
-/** For a temp file a record write left (a crash mid-write): the record it was for and its writer's pid. */
-function parseTempRecordName(name: string): { record: string; pid: number } | null {
-  const m = TEMP_NAME.exec(name);
-  return m ? { record: m[1]!, pid: Number(m[2]) } : null;
 }
 
 function encodeRecord(record: StateRecord): Uint8Array {
@@ -204,19 +196,12 @@ function isCleanAbsolute(path: string): boolean {
 }
 
 /**
- * Writes the record atomically: a temp file beside it, then a rename over it. A failed write
- * removes its temp file and leaves the previous record as it was.
+ * Writes the record. `FileSystem.writeFile` is atomic by contract (a temp file beside the record,
+ * renamed over it): a failed write leaves the previous record as it was, and a write killed
+ * half-way leaves at most that temp file, which `recover` removes once it is stale.
  */
 export async function writeRecord(fs: FileSystem, stateDir: string, record: StateRecord): Promise<void> {
-  const name = recordFileName(record.host_path);
-  const temp = posix.join(stateDir, `${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  try {
-    await fs.writeFile(temp, encodeRecord(record), { mode: 0o600 });
-    await fs.rename(temp, posix.join(stateDir, name));
-  } catch (err) {
-    await fs.rm(temp).catch(() => {});
-    throw err;
-  }
+  await fs.writeFile(posix.join(stateDir, recordFileName(record.host_path)), encodeRecord(record), { mode: 0o600 });
 }
 
 /** Reads the record for `hostPath`, if there is one. */
@@ -257,23 +242,23 @@ export async function removeRecord(fs: FileSystem, stateDir: string, hostPath: s
 export interface RecordListing {
   records: { file: string; record: StateRecord }[];
   unreadable: { file: string; reason: string }[];
-  /** Temp files of record writes, with the pid of their writer. */
-  temps: { file: string; pid: number }[];
-  /** The FileSystem's own temp files (`.mm-tmp-<hex>`), with their mtime. */
+  /** Temp files of record writes by older versions (`olderRecordTempWriter`), with the pid of their writer. */
+  olderTemps: { file: string; pid: number }[];
+  /** The FileSystem's own temp files (`isOwnTempFileName`), with their mtime. */
   fsTemps: { file: string; mtimeMs: number }[];
 }
 
 /** Every record in `stateDir`; a damaged one is listed as unreadable, never thrown. Other files are ignored. */
 export async function listRecords(fs: FileSystem, stateDir: string): Promise<RecordListing> {
-  const out: RecordListing = { records: [], unreadable: [], temps: [], fsTemps: [] };
+  const out: RecordListing = { records: [], unreadable: [], olderTemps: [], fsTemps: [] };
   const entries = await fs.readdir(stateDir);
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const temp = parseTempRecordName(entry.name);
-    if (temp) {
-      out.temps.push({ file: entry.name, pid: temp.pid });
+    const writer = olderRecordTempWriter(entry.name);
+    if (writer !== null) {
+      out.olderTemps.push({ file: entry.name, pid: writer });
       continue;
     }
-    if (FS_TEMP_NAME.test(entry.name)) {
+    if (isOwnTempFileName(entry.name)) {
       const stat = await fs.lstat(posix.join(stateDir, entry.name)).catch(() => null);
       if (stat?.type === 'file') out.fsTemps.push({ file: entry.name, mtimeMs: stat.mtimeMs });
       continue;

@@ -20,6 +20,7 @@ import { StoreFolder } from '../local/store-folder.js';
 import { StoreSync } from '../pass/store-sync.js';
 import type { Logger, MountedStore } from '../model/types.js';
 import { localChanges, unpushedChanges, wipedFolder } from '../decide/unpushed.js';
+import { isOwnTempFileName } from '../model/unsynced-names.js';
 
 /**
  * `MemoryMounter.recover`: finishes what a dead mounter left, from its state records.
@@ -67,8 +68,6 @@ export interface RecoverOptions {
 const TRANSFERS_PER_STORE = 8;
 /** A temp file in stateDir older than this is left from a write that will never finish. */
 const STALE_TEMP_MS = 60_000;
-/** The FileSystem's temp files (`tempFileName`). */
-const FS_TEMP_NAME = /^\.mm-tmp-[0-9a-f]{16}$/;
 
 interface Context {
   fs: FileSystem;
@@ -136,7 +135,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
 }
 
 async function readStateDir(fs: FileSystem, stateDir: string, logger: Logger): Promise<RecordListing> {
-  const empty: RecordListing = { records: [], unreadable: [], temps: [], fsTemps: [] };
+  const empty: RecordListing = { records: [], unreadable: [], olderTemps: [], fsTemps: [] };
   let stat;
   try {
     stat = await fs.lstat(stateDir);
@@ -156,12 +155,12 @@ async function readStateDir(fs: FileSystem, stateDir: string, logger: Logger): P
 }
 
 /**
- * Temp files of record writes killed half-way: garbage. Removed when their writer is gone (the
- * pid in the name), or, for the FileSystem's own temp files (no pid), once older than
- * STALE_TEMP_MS: no write in flight takes that long.
+ * Temp files of record writes killed half-way: garbage. The FileSystem's own (no pid in the name)
+ * are removed once older than STALE_TEMP_MS: no write in flight takes that long. Those of older
+ * versions' record writes (`olderRecordTempWriter`) once their writer is gone (the pid in the name).
  */
 async function removeDeadTemps(fs: FileSystem, stateDir: string, listing: RecordListing): Promise<void> {
-  for (const temp of listing.temps) {
+  for (const temp of listing.olderTemps) {
     if (temp.pid === process.pid || !processAlive(temp.pid)) await fs.rm(posix.join(stateDir, temp.file)).catch(() => {});
   }
   for (const temp of listing.fsTemps) {
@@ -263,7 +262,7 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       // agent's. Removed whole when its marker names the store; when the marker is not there yet
       // (a crash right after the mkdir, or while the marker was being written), only if it holds
       // nothing but the temp file of that write.
-      const empty = marker === 'missing' && (await folder.topLevelNames()).every((name) => FS_TEMP_NAME.test(name));
+      const empty = marker === 'missing' && (await folder.topLevelNames()).every((name) => isOwnTempFileName(name));
       if (marker !== 'ok' && !empty) return leave(marker === 'unreadable' ? 'marker_unreadable' : 'marker_mismatch', markerReason(marker));
       return await removeRecovered(ctx, entry, record, folder, logger);
     }

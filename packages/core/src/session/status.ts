@@ -1,7 +1,7 @@
 import type { StoreReasonCode } from '../model/reasons.js';
 import type { StoreSyncReport } from '../model/reports.js';
 import type { SyncState } from '../model/sync-state.js';
-import type { LastScan } from '../decide/unpushed.js';
+import { localChanges, type LastScan } from '../decide/unpushed.js';
 import type { Access } from '../model/types.js';
 
 /** One store's state, as `mounter.status()` reports it. Plain data. */
@@ -53,17 +53,12 @@ export interface UnknownWrite {
 
 /**
  * Local changes the last scan saw (against the baseline of that moment) that are still not in
- * the store: not pushed since, not replaced by a pull (`pulled`, a conflict the store won), not
- * refused for good. Deletion candidates are counted in `pendingDeletions` instead.
+ * the store: finalize's `localChanges`, less deletions (counted in `pendingDeletions` instead),
+ * files a pull replaced since (`pulled`, a conflict the store won) and content refused for good.
  */
 export function pendingLocalChanges(state: SyncState, scan: LastScan | null, pulled: readonly string[]): number {
   if (!scan) return 0;
   const replaced = new Set(pulled);
-  let count = 0;
-  for (const [path, file] of scan.files) {
-    if (scan.baseline.get(path) === file.sha || replaced.has(path)) continue;
-    if (state.baseline.get(path) === file.sha || state.refused.get(path) === file.sha) continue;
-    count++;
-  }
-  return count;
+  const changes = localChanges({ baseline: state.baseline, files: scan.files, baselineAtScan: scan.baseline });
+  return changes.filter(({ path, change }) => change !== 'deleted' && !replaced.has(path) && state.refused.get(path) !== scan.files.get(path)!.sha).length;
 }

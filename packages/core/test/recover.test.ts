@@ -113,6 +113,45 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect((await readRecord())!.unsettled_writes).toEqual({});
     });
 
+    it('a record written before a push names the state the pass planned from: a write of unknown outcome the store showed is the baseline, and a crash then loses nothing', async () => {
+      const m = await mount({ retryBudget: 0.05 });
+      // Pass 1: the update lands, but its answer is lost, and the store stays unreachable for
+      // the pass's retries: the write's outcome is unknown.
+      await h.write(`${dir}/a.md`, 'alpha 2');
+      const update = h.client.update.bind(h.client);
+      let landed = false;
+      h.client.update = async (...args) => {
+        if (!landed) {
+          landed = true;
+          await update(...args);
+        }
+        throw new StoreError('unavailable', 'the answer was lost');
+      };
+      await m.reconcile({ force: true });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha 2');
+      expect((await readRecord())!.unsettled_writes).toEqual({ '/a.md': sha('alpha 2') });
+      // Pass 2: the store shows that write (the engine's own), and the agent's newer edit goes
+      // out. The worker dies while that push is in flight: the record of that moment is what
+      // recovery gets.
+      await h.write(`${dir}/a.md`, 'alpha 3');
+      let atPush: Uint8Array | null = null;
+      h.client.update = async () => {
+        atPush = await h.fs.readFile(recordPath);
+        throw new StoreError('unavailable', 'the worker died');
+      };
+      await m.reconcile({ force: true });
+      const parsed = parseRecord(atPush!);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      expect(parsed.record.baseline['/a.md']).toBe(sha('alpha 2'));
+      expect(parsed.record.unsettled_writes).toEqual({ '/a.md': sha('alpha 3') });
+
+      h.client.update = update;
+      await h.fs.writeFile(recordPath, atPush!);
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', conflicts: [] });
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha 3');
+    });
+
     it('a failed materialize removes the records of the folders it removed', async () => {
       h.client.failNext('list', 'unauthorized');
       await expect(mount()).rejects.toMatchObject({ code: 'download_failed' });

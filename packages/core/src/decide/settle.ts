@@ -66,7 +66,15 @@ export function emptyPassReport(): PassReport {
  * Folds a pass into the state. `outcomes` are the executor's, one per transfer of `plan` (any
  * order: each names its action); baseline-only and report-only actions need none.
  */
-export function settle(before: Readonly<SettledState>, plan: Plan, outcomes: readonly Outcome[]): Settled {
+/** The state a fold starts from: only read, and copied. */
+export interface SettleFrom {
+  readonly baseline: ReadonlyMap<string, string>;
+  readonly refused: ReadonlyMap<string, string>;
+  readonly unknownWrites: ReadonlyMap<string, string>;
+  readonly warned: ReadonlySet<string>;
+}
+
+export function settle(before: SettleFrom, plan: Plan, outcomes: readonly Outcome[]): Settled {
   const state: SettledState = {
     baseline: new Map(before.baseline),
     missingSince: new Map(plan.missingSince),

@@ -1,9 +1,10 @@
 import type { ScanCache } from '../local/scan.js';
 
 /**
- * What the engine remembers about one store between passes. Only the executor moves it, and
- * only for what was really applied, path by path: a failed transfer leaves its path as it was,
- * so the next pass sees the same difference and decides again.
+ * What the engine remembers about one store between passes. A pass moves it once, at its commit
+ * step (pass/store-sync.ts), to what the fold (decide/settle.ts) made of the outcomes, and only
+ * for what was really applied, path by path: a failed transfer leaves its path as it was, so
+ * the next pass sees the same difference and decides again.
  */
 export interface SyncState {
   /** path -> sha both sides held after the last successful transfer (or download). */
@@ -31,6 +32,13 @@ export interface SyncState {
   distrusted: string | null;
   /** File hashes by stat, so an idle pass reads no file twice. */
   scanCache: ScanCache;
+}
+
+/** The part of the state a crash record names (recovery/mount-record.ts). */
+export interface RecordedState {
+  readonly baseline: ReadonlyMap<string, string>;
+  readonly baselineIds: ReadonlyMap<string, string>;
+  readonly unknownWrites: ReadonlyMap<string, string>;
 }
 
 export function emptySyncState(): SyncState {

@@ -6,7 +6,8 @@ import { errorCode } from '../local/file-system.js';
 import { CARRY_BUDGET_BYTES, MARKER_FILE, MAX_MEMORY_BYTES } from '../model/limits.js';
 import { assessFolder } from '../decide/folder-trust.js';
 import { readMarker, writeMarker } from '../local/marker.js';
-import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type RemoteEntry } from '../decide/plan.js';
+import { planStore, type Plan, type RemoteEntry } from '../decide/plan.js';
+import { decidePass, type PassDecision } from '../decide/pass-decision.js';
 import { baselineIdsAfter } from '../decide/renames.js';
 import type { StoreReasonCode } from '../model/reasons.js';
 import type { ListingPolicy } from '../decide/feed-fold.js';
@@ -14,11 +15,11 @@ import { alignLocalCase, indexRemote, type RemoteIndex } from '../decide/remote-
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from '../remote/remote-view.js';
 import type { PathReport, StoreSyncReport } from '../model/reports.js';
 import { scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from '../local/scan.js';
-import { emptyPassReport, settle, type PassReport } from '../decide/settle.js';
+import { emptyPassReport, settle, type PassReport, type Settled } from '../decide/settle.js';
 import type { StoreClient } from '../remote/store-client.js';
 import type { StoreFolder } from '../local/store-folder.js';
 import { listStore } from '../remote/store-listing.js';
-import { emptySyncState, type SyncState } from '../model/sync-state.js';
+import { emptySyncState, type RecordedState, type SyncState } from '../model/sync-state.js';
 import type { LastScan } from '../decide/unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
@@ -108,6 +109,8 @@ export interface PassOptions {
  */
 export class StoreSync {
   readonly state: SyncState = emptySyncState();
+  /** While a pass acts: the state its plan was made from (see `recordedState`). */
+  #acting: Pick<PassDecision, 'baseline' | 'unknownWrites'> | null = null;
   /** The last trusted scan, so finalize can name local changes a failed flush never pushed. */
   lastScan: LastScan | null = null;
   /**
@@ -171,6 +174,16 @@ export class StoreSync {
       pool: this.#pool,
     });
     this.#watch = deps.watchDir ? new FolderWatch(deps.watchDir) : null;
+  }
+
+  /**
+   * What a crash record written now must name: the state, or while a pass acts, the state its
+   * plan was made from (the writes of unknown outcome the store showed are the engine's own; the
+   * entries a re-download cleared are taken up), which only its commit makes the state.
+   */
+  recordedState(): RecordedState {
+    const acting = this.#acting;
+    return acting ? { baseline: acting.baseline, baselineIds: this.state.baselineIds, unknownWrites: acting.unknownWrites } : this.state;
   }
 
   get folder(): StoreFolder {
@@ -279,18 +292,19 @@ export class StoreSync {
     plan.skipped.push(...oversize);
     // A download's pulls are not news to listeners: only its progress is told.
     const events = this.deps.events && progressOnly(this.deps.events);
-    const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
-    const report = this.settle(plan, outcomes);
+    const outcomes = await this.#act(plan, signal, events, null, undefined, opts.materializing);
+    const settled = settle(this.state, plan, outcomes);
     // The re-download rule (redownload-rule.ts): a file the agent made meanwhile at a memory's
     // place, which this download left (`taken`, `changed_during_sync`), is its edit of that memory
     // where the store still holds what was agreed. The entries left waiting stay aside if this
     // download fails; only a download that ends whole forgets them.
     if (before) {
       const left = new Set(outcomes.filter(({ action, result }) => action.type === 'pull' && result.kind === 'skipped' && LEFT_FOR_THE_AGENT.has(result.code)).map((o) => o.action.path));
-      const { restored, waiting } = takeUpAgreed(before, this.state.baseline, (path) => index.remote.get(path)?.sha, (path) => left.has(path));
-      this.#restoreAgreed(restored);
+      const { restored, waiting } = takeUpAgreed(before, settled.state.baseline, (path) => index.remote.get(path)?.sha, (path) => left.has(path));
+      if (restored.size > 0) settled.state.baseline = new Map([...settled.state.baseline, ...restored]);
       this.#clearedBaseline = waiting;
     }
+    const report = this.#commit(settled, outcomes);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -374,6 +388,12 @@ export class StoreSync {
     return report;
   }
 
+  /**
+   * One pass in five steps (docs/architecture.md): observe (scan, judge the folder, read the
+   * store, spell local paths as the store does), decide (pure: `decidePass`), act (the executor:
+   * outcomes only), fold (pure: `settle`), commit (`#commit`, the one place the state moves).
+   * A folder that is not trusted, or that must be downloaded again, ends the pass at observe.
+   */
   private async runPass(opts: PassOptions, report: StoreSyncReport): Promise<void> {
     const { client, logger } = this.deps;
     const { state, mount } = this;
@@ -381,7 +401,7 @@ export class StoreSync {
     if (state.distrusted) return stop(report, 'skipped', 'distrusted', `folder not trusted: ${state.distrusted}`);
     opts.signal.throwIfAborted();
 
-    // The content of files that differ from the baseline rides to their pushes: read once a pass.
+    // 1. Observe. The content of files that differ from the baseline rides to their pushes: read once a pass.
     // Events already queued for the watch are taken first (two turns of the event loop, each
     // reading what the kernel queued); one that comes later marks its folder for the next pass,
     // as a change made after the scan would.
@@ -493,17 +513,8 @@ export class StoreSync {
       this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
     }
 
-    if (state.unknownWrites.size > 0) {
-      const unknownWrites = stillUnknownWrites(state.baseline, state.unknownWrites, remote);
-      state.baseline = settleUnknownWrites(state.baseline, state.unknownWrites, remote);
-      state.unknownWrites = unknownWrites;
-    }
-    if (this.#clearedBaseline) {
-      const { restored, waiting } = takeUpAgreed(this.#clearedBaseline, state.baseline, (path) => remote.get(path)?.sha, (path) => snapshot.files.has(path));
-      this.#restoreAgreed(restored);
-      this.#clearedBaseline = waiting;
-    }
-    const full = planStore({
+    // 2. Decide (pure).
+    const decision = decidePass({
       access: mount.access,
       deletionMode: this.deps.deletionMode,
       now: opts.now,
@@ -512,6 +523,9 @@ export class StoreSync {
       settleAfter: opts.settleMs > 0 ? Date.now() - opts.settleMs : null,
       hostNow: Date.now(),
       baseline: state.baseline,
+      unknownWrites: state.unknownWrites,
+      cleared: this.#clearedBaseline,
+      pushOnly: opts.pushOnly,
       baselineIds: state.baselineIds,
       localFiles: snapshot.files,
       localBlocked: snapshot.blocked,
@@ -520,9 +534,13 @@ export class StoreSync {
       refused: state.refused,
       absence: { ...this.#remote.absenceEvidence(), absentFrom: state.absentFrom },
     });
-    const plan = opts.pushOnly ? pushOnlyView(full) : full;
-    const outcomes = await this.apply(plan, opts.signal, this.deps.events, scanned.carried);
-    mergeReport(report, this.settle(plan, outcomes));
+    const { full, plan } = decision;
+    // 3. Act: the record written before a push names the state this plan was made from.
+    const outcomes = await this.#act(plan, opts.signal, this.deps.events, decision, scanned.carried);
+    // 4. Fold (pure), from the state the plan was made from; 5. commit.
+    const settled = settle({ ...state, baseline: decision.baseline, unknownWrites: decision.unknownWrites }, plan, outcomes);
+    this.#clearedBaseline = decision.cleared;
+    mergeReport(report, this.#commit(settled, outcomes));
     // The store answered something the view did not predict (a memory gone or changed that the
     // view held, a path taken that it held free): the view may be wrong in a way no version will
     // ever correct (a spurious not_found made it forget a memory that is still there), so the
@@ -542,11 +560,16 @@ export class StoreSync {
     }
   }
 
-  /** The plan's transfers through the executor; what the store answered feeds the remote view. */
-  private async apply(
+  /**
+   * The act step: the plan's transfers through the executor, which returns their outcomes and
+   * moves no state. `decided`: the state the plan was made from, which a record written before a
+   * push names (`recordedState`); null for a download, whose state is the one it cleared.
+   */
+  async #act(
     plan: Plan,
     signal: AbortSignal,
     events: StoreEvents | undefined,
+    decided: Pick<PassDecision, 'baseline' | 'unknownWrites'> | null,
     carried?: LocalSnapshot['carried'],
     materializing?: boolean,
   ): Promise<Outcome[]> {
@@ -564,16 +587,25 @@ export class StoreSync {
       feedUsable: this.#remote.feedUsable(),
       ...(this.deps.beforeSend && { beforeSend: this.deps.beforeSend }),
     };
-    const outcomes = await applyPlan(io, plan.transfers);
-    // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
-    await handOverNotedConflicts(io, plan.reportOnly);
-    for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
-    return outcomes;
+    this.#acting = decided;
+    try {
+      const outcomes = await applyPlan(io, plan.transfers);
+      // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
+      await handOverNotedConflicts(io, plan.reportOnly);
+      return outcomes;
+    } finally {
+      this.#acting = null;
+    }
   }
 
-  /** Folds a pass into this store's state (in place: the state recorder holds this object), and says what it has to say. */
-  private settle(plan: Plan, outcomes: readonly Outcome[]): PassReport {
-    const settled = settle(this.state, plan, outcomes);
+  /**
+   * The commit step, the one place a pass moves this store's state: the remote view learns what
+   * the store answered, the folded state replaces the old (in place: the state recorder holds
+   * this object), the baseline's memory ids are read from what the store is now known to hold,
+   * and what the fold has to say is logged and told.
+   */
+  #commit(settled: Settled, outcomes: readonly Outcome[]): PassReport {
+    for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
     Object.assign(this.state, settled.state);
     // What the store holds now (the listing, plus this pass's own writes and fetches) names the
     // memory behind each baseline path, for the next pass's rename detection.
@@ -590,12 +622,6 @@ export class StoreSync {
     }
     this.#transferWarnings.say(lasting);
     return settled.report;
-  }
-
-  /** Puts entries of a cleared baseline back (the re-download rule). */
-  #restoreAgreed(restored: ReadonlyMap<string, string>): void {
-    if (restored.size === 0) return;
-    this.state.baseline = new Map([...this.state.baseline, ...restored]);
   }
 
   private keepScan(snapshot: LocalSnapshot, baseline: ReadonlyMap<string, string> = this.state.baseline): void {

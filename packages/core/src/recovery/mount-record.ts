@@ -12,7 +12,7 @@ import {
   type RecordPhase,
   type StateRecord,
 } from './record-file.js';
-import type { SyncState } from '../model/sync-state.js';
+import type { RecordedState } from '../model/sync-state.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 
 /**
@@ -34,8 +34,12 @@ export class MountRecord {
   phase: RecordPhase = 'materializing';
   /** Folders between memoryRoot and the store folder that were absent when the mount began. */
   createdFolders: string[] = [];
-  /** The engine state the record mirrors, once the store's StoreSync exists. */
-  state: SyncState | null = null;
+  /**
+   * The engine state the record mirrors, once the store's StoreSync exists: asked at each write
+   * (`StoreSync.recordedState`), so a record written while a pass acts names the state that
+   * pass planned from.
+   */
+  state: (() => RecordedState) | null = null;
   /**
    * The identities of memoryRoot and of each folder on the mount path (the store folder last), as
    * held now; unset until the folder exists, and null while a pass makes it again (mounter.ts).
@@ -63,7 +67,7 @@ export class MountRecord {
     const baseline: Record<string, string> = {};
     const memoryIds: Record<string, string> = {};
     const unsettled: Record<string, string> = {};
-    const state = this.state;
+    const state = this.state?.();
     if (this.phase === 'mounted' && state) {
       for (const [path, sha] of [...state.baseline].sort(byKey)) {
         baseline[path] = sha;

@@ -286,7 +286,7 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       concurrency: TRANSFERS_PER_STORE,
       recreateFolder: () => Promise.reject(new Error('recovery never re-creates a store folder')),
     });
-    recorder.state = store.state;
+    recorder.state = () => store.recordedState();
     await store.resume({
       baseline: new Map(Object.entries(record.baseline)),
       unknownWrites: new Map(Object.entries(record.unsettled_writes)),

@@ -290,7 +290,7 @@ export class MemoryMounter extends MounterEventEmitter {
         );
         if (record) {
           const store = stores.at(-1)!;
-          record.state = store.state;
+          record.state = () => store.recordedState();
           // The folder's identity (and its way's) from now on, so recover never takes another
           // folder at the path for it; the current folder's, should a pass make it again.
           record.identities = () => (remaking ? null : store.folder.mountPathIdentities());

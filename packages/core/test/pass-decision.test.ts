@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { decidePass, type PassDecisionInput } from '../src/decide/pass-decision.js';
+import type { LocalFile } from '../src/local/scan.js';
+
+const file = (sha: string): LocalFile => ({ sha, size: 1, mtimeMs: 0 }) as LocalFile;
+
+function input(over: Partial<PassDecisionInput>): PassDecisionInput {
+  return {
+    access: 'read_write',
+    deletionMode: 'enabled',
+    now: 0,
+    graceMs: 0,
+    settleAfter: null,
+    baseline: new Map(),
+    unknownWrites: new Map(),
+    cleared: null,
+    pushOnly: false,
+    localFiles: new Map(),
+    localBlocked: new Map(),
+    remote: new Map(),
+    missingSince: new Map(),
+    refused: new Map(),
+    ...over,
+  };
+}
+
+describe('the decide step of a pass', () => {
+  it('a write of unknown outcome the store shows is the baseline the plan is made from: the newer edit is an update, not a conflict', () => {
+    const d = decidePass(
+      input({
+        baseline: new Map([['/a.md', 'B']]),
+        unknownWrites: new Map([['/a.md', 'S1']]),
+        localFiles: new Map([['/a.md', file('S2')]]),
+        remote: new Map([['/a.md', { id: 'm1', sha: 'S1' }]]),
+      }),
+    );
+    expect(d.baseline.get('/a.md')).toBe('S1');
+    expect(d.unknownWrites.size).toBe(0);
+    expect(d.plan.transfers).toEqual([expect.objectContaining({ type: 'update', path: '/a.md', expectedRemoteSha: 'S1' })]);
+  });
+
+  it('a write the store does not show yet stays unknown, and the baseline stays as it was', () => {
+    const d = decidePass(
+      input({
+        baseline: new Map([['/a.md', 'B']]),
+        unknownWrites: new Map([['/a.md', 'S1']]),
+        localFiles: new Map([['/a.md', file('S1')]]),
+        remote: new Map([['/a.md', { id: 'm1', sha: 'B' }]]),
+      }),
+    );
+    expect(d.baseline.get('/a.md')).toBe('B');
+    expect([...d.unknownWrites]).toEqual([['/a.md', 'S1']]);
+  });
+
+  it('an entry a re-download cleared comes back for a file standing there, and the plan pushes the file', () => {
+    const d = decidePass(
+      input({
+        cleared: new Map([['/a.md', 'A'], ['/b.md', 'B']]),
+        localFiles: new Map([['/a.md', file('A2')]]),
+        remote: new Map([['/a.md', { id: 'm1', sha: 'A' }], ['/b.md', { id: 'm2', sha: 'B' }]]),
+      }),
+    );
+    expect(d.baseline.get('/a.md')).toBe('A');
+    expect(d.cleared && [...d.cleared]).toEqual([['/b.md', 'B']]);
+    expect(d.plan.transfers.map((t) => `${t.type} ${t.path}`).sort()).toEqual(['pull /b.md', 'update /a.md']);
+  });
+
+  it('a push-only pass keeps only the plan\'s pushes; its full plan is kept beside', () => {
+    const d = decidePass(
+      input({
+        pushOnly: true,
+        baseline: new Map([['/a.md', 'A']]),
+        localFiles: new Map([['/a.md', file('A')], ['/n.md', file('N')]]),
+        remote: new Map([['/a.md', { id: 'm1', sha: 'A2' }]]),
+      }),
+    );
+    expect(d.full.transfers.map((t) => t.type).sort()).toEqual(['create', 'pull']);
+    expect(d.plan.transfers.map((t) => t.type)).toEqual(['create']);
+  });
+
+  it('a step that changes nothing gives back the very maps it was given', () => {
+    const baseline = new Map([['/a.md', 'A']]);
+    const unknownWrites = new Map<string, string>();
+    const d = decidePass(input({ baseline, unknownWrites, localFiles: new Map([['/a.md', file('A')]]), remote: new Map([['/a.md', { id: 'm1', sha: 'A' }]]) }));
+    expect(d.baseline).toBe(baseline);
+    expect(d.unknownWrites).toBe(unknownWrites);
+    expect(d.plan.transfers).toEqual([]);
+  });
+});

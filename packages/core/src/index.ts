@@ -6,7 +6,7 @@ export { resolveKernelPath, SymlinkLoopError, MAX_SYMLINKS, type ReadLink } from
 export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from './logger.js';
 export { escapeForTerminal, jsonForTerminal } from './terminal-text.js';
 export { MounterEventEmitter, conflictCopyPath } from './events.js';
-export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
+export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, RenamedEvent, ConflictEvent, ProgressEvent, PulledReason } from './events.js';
 export type { StoreStatus, UnknownWrite } from './status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, DirWatch, OpenFile, FileSystem, WriteOptions } from './file-system.js';

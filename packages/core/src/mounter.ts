@@ -176,6 +176,7 @@ export class MemoryMounter extends MounterEventEmitter {
       pulled: (e) => this.emit('pulled', { ...at(e.path), ...e }),
       pushed: (e) => this.emit('pushed', { ...at(e.path), ...e }),
       deleted: (e) => this.emit('deleted', { ...at(e.path), ...e }),
+      renamed: (e) => this.emit('renamed', { ...at(e.path), ...e }),
       refused: (e) => this.emit('refused', { ...at(e.path), ...e }),
       progress: (done, total) => {
         if (this.#progressPhase) this.emit('progress', { phase: this.#progressPhase, memoryStoreId, done, total });

@@ -16,6 +16,8 @@ import type { Access, DeletionMode } from './types.js';
 export interface RemoteEntry {
   id: string;
   sha: string;
+  /** The version (`memver_…`) that holds `sha`, when the listing or feed said: only told to listeners. */
+  versionId?: string;
   /**
    * The content, when the listing carried it (the download lists with content): a pull of it
    * then writes this instead of fetching the memory again. The executor still checks its sha.
@@ -84,6 +86,8 @@ export interface Pull {
   expectLocal: string | null;
   reason: PullReason;
   content?: string;
+  /** The version that holds `remoteSha`, when known: the `pulled` event's, unless the pull fetches the memory. */
+  versionId?: string;
 }
 /** Send the file as the new content of `memoryId`, guarded by `expectedRemoteSha` (the store's sha, which is the baseline's). */
 export interface Update {
@@ -110,6 +114,11 @@ export interface DeleteLocal {
   path: string;
   expectLocal: string;
   corroborate?: { memoryId: string };
+  /**
+   * Without `corroborate`: the memory the store deleted, when the baseline's id for the path is
+   * known (only told to listeners; with `corroborate`, its id is that one).
+   */
+  memoryId?: string;
 }
 /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
 export interface DeleteRemote {
@@ -132,6 +141,8 @@ export interface RenameLocal {
   memoryId: string;
   expectLocal: string;
   baseSha: string;
+  /** The version that holds the memory at `path`, when known: only told to listeners. */
+  versionId?: string;
   /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
   alreadyMoved?: true;
   then?: Pull | Update | Adopt | Refuse | KeepLocal;
@@ -167,6 +178,8 @@ export interface Refuse {
   code: PathReasonCode;
   detail: string;
   firstTime: boolean;
+  /** The memory the content would have updated, when there is one: only told to listeners. */
+  memoryId?: string;
 }
 /** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
 export interface KeepLocal {
@@ -184,6 +197,9 @@ export interface NoteConflict {
   type: 'note_conflict';
   path: string;
   storeSha: string;
+  /** The memory whose store version wins, and that version when known: only told to listeners. */
+  memoryId?: string;
+  versionId?: string;
 }
 /**
  * `log_only`: the agent moved a file (`from` -> `path`, same content) that `enabled` would send
@@ -292,7 +308,15 @@ export function planStore(input: PlanInput): Plan {
     const refusedBefore = refused.get(path) === local.sha;
     if (local.unpushable || refusedBefore) {
       const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
-      plan.reportOnly.push({ type: 'refuse', path, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore });
+      plan.reportOnly.push({
+        type: 'refuse',
+        path,
+        localSha: local.sha,
+        code: why.code,
+        detail: why.detail,
+        firstTime: !refusedBefore,
+        ...(send.type === 'update' && { memoryId: send.memoryId }),
+      });
       return;
     }
     plan.transfers.push(send);
@@ -306,12 +330,14 @@ export function planStore(input: PlanInput): Plan {
       expectLocal,
       reason,
       ...(r.content !== undefined && { content: r.content }),
+      ...(r.versionId !== undefined && { versionId: r.versionId }),
     });
   };
   // The content the read carried for what the store holds at `path`, when it holds `sha` there.
-  const carriedAt = (path: string, sha: string): { content?: string } => {
+  const carriedAt = (path: string, sha: string): { content?: string; versionId?: string } => {
     const entry = remote.get(path);
-    return entry?.sha === sha && entry.content !== undefined ? { content: entry.content } : {};
+    if (entry?.sha !== sha) return {};
+    return { ...(entry.content !== undefined && { content: entry.content }), ...(entry.versionId !== undefined && { versionId: entry.versionId }) };
   };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
     plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
@@ -351,7 +377,7 @@ export function planStore(input: PlanInput): Plan {
         const refusedBefore = refused.get(r.from) === local.sha || refused.get(r.to) === local.sha;
         if (local.unpushable || refusedBefore) {
           const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
-          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore };
+          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore, memoryId: r.memoryId };
         } else then = { type: 'update', path: r.to, localSha: local.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha };
         break;
       }
@@ -367,6 +393,7 @@ export function planStore(input: PlanInput): Plan {
       default:
         break;
     }
+    const versionId = remote.get(r.to)?.id === r.memoryId ? remote.get(r.to)?.versionId : undefined;
     plan.transfers.push({
       type: 'rename_local',
       path: r.to,
@@ -374,6 +401,7 @@ export function planStore(input: PlanInput): Plan {
       memoryId: r.memoryId,
       expectLocal: local.sha,
       baseSha: r.baseSha,
+      ...(versionId !== undefined && { versionId }),
       ...(r.alreadyMoved && { alreadyMoved: true as const }),
       ...(then && { then }),
     });
@@ -472,7 +500,7 @@ export function planStore(input: PlanInput): Plan {
         // is corroborated (absence.ts): a listing can miss a memory that is still there.
         const memoryId = input.baselineIds?.get(path);
         const verdict = judgeAbsence(path, memoryId, absence);
-        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
+        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha, ...(memoryId !== undefined && { memoryId }) });
         else {
           plan.absentFrom.set(path, verdict.firstListing);
           unconfirmed.push({ path, expectLocal: cell.local.sha, memoryId });
@@ -529,7 +557,7 @@ export function pushOnlyView(plan: Plan): Plan {
   const reportOnly: ReportAction[] = plan.reportOnly.filter((a) => a.type === 'refuse' || a.type === 'note_move');
   for (const t of plan.transfers) {
     if (t.type === 'update' || t.type === 'create' || t.type === 'rename_remote') transfers.push(t);
-    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: t.path, storeSha: t.remoteSha });
+    else if (t.type === 'pull' && t.reason === 'conflict') reportOnly.push(noteConflict(t, t.path));
     else if (t.type === 'rename_local') {
       // Nothing moves on disk: the edit still goes to the memory where it now is, read from
       // where the file is (its old path, unless it was already moved).
@@ -537,12 +565,17 @@ export function pushOnlyView(plan: Plan): Plan {
       const then = t.then;
       if (then?.type === 'update') transfers.push({ ...then, path: where });
       else if (then?.type === 'refuse') reportOnly.push({ ...then, path: where });
-      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push({ type: 'note_conflict', path: where, storeSha: then.remoteSha });
+      else if (then?.type === 'pull' && then.reason === 'conflict') reportOnly.push(noteConflict(then, where));
     }
   }
   // A flush never deletes, so an absence waiting for confirmation is not its news.
   const skipped = plan.skipped.filter((s) => s.code !== 'absence_unconfirmed');
   return { transfers, baselineOnly: [], reportOnly, missingSince: plan.missingSince, pendingDeletions: [], absentFrom: plan.absentFrom, skipped };
+}
+
+/** A conflict's pull as a push-only flush notes it, at `path` (where the file is). */
+function noteConflict(pull: Pull, path: string): NoteConflict {
+  return { type: 'note_conflict', path, storeSha: pull.remoteSha, memoryId: pull.memoryId, ...(pull.versionId !== undefined && { versionId: pull.versionId }) };
 }
 
 /** Every action of a plan, in one list (transfers first). */

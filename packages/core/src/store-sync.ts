@@ -580,7 +580,7 @@ export class StoreSync {
     for (const notice of settled.notices) {
       if (notice.level !== 'debug' && (notice.fields.error !== undefined || notice.refused)) lasting.push({ ...notice, level: notice.level });
       else logger[notice.level](notice.message, notice.fields);
-      if (notice.refused) events?.refused({ path: notice.fields.path, code: notice.refused.code, reason: notice.refused.reason });
+      if (notice.refused) events?.refused({ path: notice.fields.path, ...notice.refused });
     }
     this.#transferWarnings.say(lasting);
     return settled.report;
@@ -756,7 +756,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 /** The events of a download: its progress, and no transfer news. */
 function progressOnly(events: StoreEvents): StoreEvents {
   const quiet = () => undefined;
-  return { ...events, conflict: quiet, pulled: quiet, pushed: quiet, deleted: quiet, refused: quiet };
+  return { ...events, conflict: quiet, pulled: quiet, pushed: quiet, deleted: quiet, renamed: quiet, refused: quiet };
 }
 
 /** Ends a store's pass early: its status and why, as a code and in words. */

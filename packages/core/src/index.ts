@@ -19,6 +19,7 @@ export type {
   StoreMemoryVersionOperation,
   StoreListVersionsOptions,
   StoreListFolderOptions,
+  StoreListingOptions,
   StoreFolderEntry,
 } from './store-client.js';
 export {
@@ -40,6 +41,7 @@ export type {
   PathReport,
   UnpushedReport,
   StoreRead,
+  StoreRequests,
 } from './reports.js';
 export type { FullListingReason, FeedDoubtCode } from './remote-feed.js';
 export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './reasons.js';

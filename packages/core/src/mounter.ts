@@ -11,7 +11,8 @@ import { isWithin, mountSegments } from './mount-path.js';
 import { resolveKernelPath, type ReadLink } from './kernel-path.js';
 import { NodeFileSystem } from './node-file-system.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
-import { isoTime, type FinalizeReport, type StoreSyncReport, type SyncReport } from './reports.js';
+import { isoTime, type FinalizeReport, type StoreRequests, type StoreSyncReport, type SyncReport } from './reports.js';
+import { RequestCounter, requestsBetween } from './request-count.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from './store-sync.js';
 import type { StoreClient } from './store-client.js';
@@ -85,8 +86,18 @@ export class MemoryMounter extends MounterEventEmitter {
   /** The last pass of each store (by host path), for status(). */
   readonly #last = new Map<
     string,
-    { at: number; outcome: StoreStatus['lastOutcome']; code?: StoreReasonCode; reason?: string; pendingDeletions: string[]; pulled: string[] }
+    {
+      at: number;
+      outcome: StoreStatus['lastOutcome'];
+      code?: StoreReasonCode;
+      reason?: string;
+      pendingDeletions: string[];
+      pulled: string[];
+      requests: StoreRequests;
+    }
   >();
+  /** Every store request this mounter's client sent, per store: what each pass cost (`StoreSyncReport.requests`). */
+  readonly #requests = new RequestCounter();
 
   constructor(options: MemoryMounterOptions) {
     super();
@@ -97,6 +108,7 @@ export class MemoryMounter extends MounterEventEmitter {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
       retryUntil: (storeId) => this.#retryUntil.get(storeId),
+      requests: this.#requests,
     });
     this.#transfers = new FairSlots(this.#options.transferConcurrency);
   }
@@ -151,6 +163,7 @@ export class MemoryMounter extends MounterEventEmitter {
         ...(last?.reason !== undefined && { lastReason: last.reason }),
         nextPassDueAt: next === null ? null : isoTime(next),
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
+        lastRequests: last ? { ...last.requests } : null,
         pendingDeletions: [...(last?.pendingDeletions ?? [])],
         distrusted: store.state.distrusted,
         backoff:
@@ -283,6 +296,7 @@ export class MemoryMounter extends MounterEventEmitter {
               },
             }),
             events: this.storeEvents(mount),
+            requests: () => this.#requests.of(mount.memoryStoreId),
             ...(fs.watchDir && { watchDir: fs.watchDir.bind(fs) }),
           }),
         );
@@ -350,7 +364,10 @@ export class MemoryMounter extends MounterEventEmitter {
     if (this.#phase === 'materializing') this.#phase = 'mounted';
     this.#lastSyncAt = this.#options.monotonicNow();
     const downloadedAt = this.#options.now();
-    for (const store of stores) this.#last.set(store.mount.path, { at: downloadedAt, outcome: 'downloaded', pendingDeletions: [], pulled: [] });
+    // Nothing was sent to these stores before their download: its requests are all there are.
+    for (const store of stores) {
+      this.#last.set(store.mount.path, { at: downloadedAt, outcome: 'downloaded', pendingDeletions: [], pulled: [], requests: this.#requests.of(store.mount.memoryStoreId) });
+    }
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
@@ -734,6 +751,8 @@ export class MemoryMounter extends MounterEventEmitter {
     const startedAt = this.#options.now();
     this.noticeWallJump();
     const decisions = this.#stores.map((store) => (ordinary ? this.breakerStart(store, pass.now) : 'run'));
+    const requestsBefore = this.#stores.map((store) => this.#requests.of(store.mount.memoryStoreId));
+    const requestsSoFar = (i: number) => requestsBetween(requestsBefore[i]!, this.#requests.of(this.#stores[i]!.mount.memoryStoreId));
     const stillWinding = this.#straggling !== null;
     const pending = this.#stores.map((store, i) =>
       stillWinding
@@ -747,7 +766,7 @@ export class MemoryMounter extends MounterEventEmitter {
       ? Promise.resolve()
       : new Promise<void>((resolve) => pass.signal.addEventListener('abort', () => resolve(), { once: true }));
     const first = await Promise.race([Promise.all(pending), aborted.then(() => null)]);
-    const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS));
+    const stores = first ?? (await settleWithin(pending, this.#stores, ABORT_SETTLE_MS, requestsSoFar));
     if (!first) {
       const straggling = Promise.allSettled(pending).then(() => {
         if (this.#straggling === straggling) this.#straggling = null;
@@ -767,6 +786,7 @@ export class MemoryMounter extends MounterEventEmitter {
         ...(s.reason !== undefined && { reason: s.reason }),
         pendingDeletions: [...s.pendingDeletions],
         pulled: [...s.pulled],
+        requests: { ...s.requests },
       });
     }
     logSummary(this.#options.logger, report);
@@ -938,8 +958,16 @@ function cutOffReport(store: StoreSync, reason: string): StoreSyncReport {
   return cut;
 }
 
-/** Reports of the passes that finish within `ms`; the others are recorded as cut off. */
-async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSync[], ms: number): Promise<StoreSyncReport[]> {
+/**
+ * Reports of the passes that finish within `ms`; the others are recorded as cut off, with the
+ * requests they had sent by then (`requestsSoFar`, by store index).
+ */
+async function settleWithin(
+  pending: Promise<StoreSyncReport>[],
+  stores: StoreSync[],
+  ms: number,
+  requestsSoFar: (i: number) => StoreRequests,
+): Promise<StoreSyncReport[]> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => {
     timer = setTimeout(() => resolve(null), ms);
@@ -948,7 +976,10 @@ async function settleWithin(pending: Promise<StoreSyncReport>[], stores: StoreSy
     return await Promise.all(
       pending.map(async (p, i) => {
         const report = await Promise.race([p, late]);
-        return report ?? cutOffReport(stores[i]!, 'cut off by the time bound; calls still in flight were abandoned');
+        if (report) return report;
+        const cut = cutOffReport(stores[i]!, 'cut off by the time bound; calls still in flight were abandoned');
+        cut.requests = requestsSoFar(i);
+        return cut;
       }),
     );
   } finally {

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
+import { RequestCounter } from './request-count.js';
 import { MemoryConfigError } from './errors.js';
 import { errorCode, type DirHandle, type FileSystem } from './file-system.js';
 import { MARKER_FILE } from './limits.js';
@@ -74,7 +75,11 @@ const FS_TEMP_NAME = /^\.mm-tmp-[0-9a-f]{16}$/;
 
 interface Context {
   fs: FileSystem;
-  client: StoreClient;
+  /**
+   * The engine's client for one record's store, counting its requests on `requests`: one each,
+   * since records are recovered in parallel and two may name one store.
+   */
+  client: (requests: RequestCounter) => StoreClient;
   stateDir: string;
   memoryRoot: string;
   logger: Logger;
@@ -112,7 +117,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   const timer = setTimeout(() => controller.abort(new Error(`finalSyncTimeout (${ms / 1000} s) ran out`)), ms);
   const ctx: Context = {
     fs,
-    client: new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger }),
+    client: (requests) => new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger, requests }),
     stateDir,
     memoryRoot,
     logger,
@@ -280,8 +285,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
 
     const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
     recorder.restore(record);
+    const requests = new RequestCounter();
     const store = new StoreSync(mount, folder, {
-      client: recorder.client(ctx.client),
+      client: recorder.client(ctx.client(requests)),
+      requests: () => requests.of(mount.memoryStoreId),
       logger,
       // A push-only pass sends no deletion whatever the mode; the mode decides only whether a
       // local move is a rename (the old path leaves the store: only `enabled`, as the dead

@@ -1,5 +1,5 @@
 import type { StoreReasonCode } from './reasons.js';
-import type { StoreSyncReport } from './reports.js';
+import type { StoreRequests, StoreSyncReport } from './reports.js';
 import type { SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { Access } from './types.js';
@@ -25,6 +25,11 @@ export interface StoreStatus {
    * download for a fresh mount: 0). Deletion candidates are in `pendingDeletions`, not here.
    */
   pendingLocalChanges: number;
+  /**
+   * The store requests the last pass (or the materialize download) cost, as its report says
+   * (`StoreSyncReport.requests`); null before materialize.
+   */
+  lastRequests: StoreRequests | null;
   /** Local deletions not sent yet (grace period, cap, `log_only` or `disabled`), from the last pass. */
   pendingDeletions: string[];
   /** Why the folder is no longer trusted (the folder is never synced again); null while trusted. */

@@ -11,7 +11,7 @@ import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
 import { alignLocalCase, indexRemote, type RemoteIndex } from './remote-index.js';
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from './remote-view.js';
-import type { PathReport, StoreSyncReport } from './reports.js';
+import type { PathReport, StoreRequests, StoreSyncReport } from './reports.js';
 import { CARRY_BUDGET_BYTES, scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from './scan.js';
 import { emptyPassReport, settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
@@ -21,6 +21,7 @@ import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
 import type { StoreEvents } from './events.js';
+import { noRequests, requestsBetween } from './request-count.js';
 import { WarningDigest, type PathWarning } from './warning-digest.js';
 import type { FileSystem } from './file-system.js';
 import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from './folder-watch.js';
@@ -56,6 +57,11 @@ export interface StoreSyncDeps {
   folderRecreated?: () => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
+  /**
+   * The requests `client` has sent to this store so far (the engine's count, request-count.ts):
+   * a pass's report says what it cost by reading it before and after.
+   */
+  requests: () => StoreRequests;
   /**
    * The filesystem's folder watch (`FileSystem.watchDir`), when it has one: ordinary passes then
    * list only the folders it says changed, with a full scan every `FULL_SCAN_EVERY_PASSES`
@@ -328,8 +334,12 @@ export class StoreSync {
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
     this.#pool.begin();
+    const before = this.deps.requests();
     try {
-      return await this.#passAndRetries(opts);
+      const report = await this.#passAndRetries(opts);
+      // Every request of the pass, the reads again of a final pass included (#passAndRetries).
+      report.requests = requestsBetween(before, this.deps.requests());
+      return report;
     } finally {
       this.#pool.end();
     }
@@ -779,6 +789,7 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
     access: mount.access,
     status: 'synced',
     ...emptyPassReport(),
+    requests: noRequests(),
   };
 }
 

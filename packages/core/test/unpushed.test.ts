@@ -59,6 +59,7 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     access: 'read_write',
     status: 'synced',
     ...emptyPassReport(),
+    requests: { total: 0, reads: 0, writes: 0, retries: 0 },
     ...over,
   };
 }

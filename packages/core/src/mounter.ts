@@ -562,7 +562,7 @@ export class MemoryMounter extends MounterEventEmitter {
     for (const s of report.flush.stores) {
       const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
       if (!store) continue;
-      for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
+      for (const u of unpushedChanges(s, store.state.baseline, store.lastScan, store.state.baselineIds)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
     }
     // Cut short (the deadline, or the caller's signal) before any final scan of a folder ended:
     // what changed there since the last pass was never seen, so nothing can be named and the

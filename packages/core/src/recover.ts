@@ -324,7 +324,7 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       entry.deletionsNotSent = changes.filter((c) => c.change === 'deleted').map((c) => c.path);
     }
     const conflicts = new Set(sync.conflicts);
-    entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
+    entry.unpushed = unpushedChanges(sync, store.state.baseline, scan, store.state.baselineIds).filter((u) => !conflicts.has(u.path));
     // Content the store refuses (not UTF-8, too large) will never go: named above, and not a
     // reason to keep the folder, which would strand its mount path on every run. A path that
     // could not be read is named (code `unreadable`) and does keep it: its content is unknown.

@@ -23,6 +23,8 @@ export interface UnpushedReport {
   path: string;
   code: ReasonCode;
   reason: string;
+  /** The memory the change would have gone to, when the path has one the engine knows (`mem_…`); absent for a new file. */
+  memoryId?: string;
 }
 
 /**

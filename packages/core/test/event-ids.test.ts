@@ -168,7 +168,7 @@ describe.each(DISKS)('memory and version ids on events, on %s', (disk) => {
     h.client.writeMemory(STORE, '/b.md', 'theirs');
     const b = held(h, '/b.md');
     const report = await m.finalize({ outcome: 'aborted' });
-    expect(report.unpushed).toEqual([expect.objectContaining({ path: '/b.md', code: 'conflict' })]);
+    expect(report.unpushed).toEqual([expect.objectContaining({ path: '/b.md', code: 'conflict', memoryId: b.id })]);
     expect(seen.conflict).toEqual([expect.objectContaining({ path: '/b.md', storeSha: sha('theirs'), memoryId: b.id, versionId: b.version })]);
   });
 

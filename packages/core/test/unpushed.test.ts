@@ -82,6 +82,17 @@ describe('unpushedChanges', () => {
     }
   });
 
+  it('each path with a memory the baseline was agreed with names it; a new file names none', () => {
+    const flush = flushReport({ status: 'failed', code: 'store_error', reason: 'store unavailable' });
+    const ids = new Map([['/a.md', 'mem_a'], ['/b.md', 'mem_b']]);
+    expect(unpushedChanges(flush, baseline, scan, ids).map(({ path, memoryId }) => ({ path, memoryId }))).toEqual([
+      { path: '/a.md', memoryId: 'mem_a' },
+      { path: '/b.md', memoryId: 'mem_b' },
+      { path: '/n.md', memoryId: undefined },
+    ]);
+    expect(unpushedChanges(flush, baseline, scan, ids).find((u) => u.path === '/n.md')).not.toHaveProperty('memoryId');
+  });
+
   it("a flush whose rename of a memory failed: the agent's rename is named (the content is in the store at the old path)", () => {
     const flush = flushReport({ errors: [{ path: '/b2.md', operation: 'rename_remote', kind: 'path_conflict', message: 'taken' }] });
     expect(unpushedChanges(flush, baseline, scan)).toEqual([{ path: '/b2.md', code: 'push_failed', reason: 'rename failed (path_conflict): taken' }]);

@@ -379,20 +379,23 @@ export class MemoryMounter extends MounterEventEmitter {
    * One `pulled` event (`reason: 'download'`) per memory materialize wrote, in path order. Told
    * only once every store has downloaded: a materialize that fails removes what it wrote, and
    * a listener must not have been told of files the agent never gets. The baseline is what was
-   * written; its ids come from the listing the download used.
+   * written; its ids (memory and version) come from the listing the download used.
    */
   private announceDownload(store: StoreSync): void {
     const { memoryStoreId, path: root } = store.mount;
     const { baseline, baselineIds } = store.state;
     for (const path of [...baseline.keys()].sort()) {
       const memoryId = baselineIds.get(path);
+      const sha = baseline.get(path)!;
+      const versionId = store.knownVersion(path, sha);
       this.emit('pulled', {
         memoryStoreId,
         path,
         hostPath: `${root}${path}`,
-        sha: baseline.get(path)!,
+        sha,
         reason: 'download',
         ...(memoryId !== undefined && { memoryId }),
+        ...(versionId !== undefined && { versionId }),
       });
     }
   }

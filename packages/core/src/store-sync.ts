@@ -186,6 +186,15 @@ export class StoreSync {
     return this.#folder;
   }
 
+  /**
+   * The version the store's side as last read says holds `sha` at `path` (the listing's or feed's
+   * version id), or undefined when it holds something else there or did not say.
+   */
+  knownVersion(path: string, sha: string): string | undefined {
+    const entry = this.#remote.known(this.#caseInsensitive).remote.get(path);
+    return entry?.sha === sha ? entry.versionId : undefined;
+  }
+
   /** Every folder watch stops (the folder is closed or removed): later scans, if any, are full. */
   stopWatching(): void {
     this.#watch?.close();

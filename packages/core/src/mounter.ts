@@ -1001,6 +1001,8 @@ function logSummary(logger: ResolvedOptions['logger'], report: SyncReport): void
       deleted_remote: s.deletedRemote.length,
       conflicts: s.conflicts.length,
       errors: s.errors.length,
+      requests: s.requests.total,
+      retries: s.requests.retries,
     };
     logger.debug('store synced', counts);
   }

@@ -80,6 +80,8 @@ describe.each(DISKS)('requests per pass per store, on %s', (disk) => {
     expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited');
     expect(retried.log).toEqual({ total: 3, reads: 1, writes: 2 });
     expect(retried.counted).toEqual({ ...retried.log, retries: 1 });
+    // The pass's log line says it too.
+    expect(h.logger.lines.filter((l) => l.msg === 'store synced').at(-1)?.fields).toMatchObject({ requests: 3, retries: 1 });
     await m.finalize();
   });
 

@@ -46,6 +46,10 @@ import type { Logger } from './types.js';
  * (however the service treats an update that changes nothing); a repeated guarded `delete` that
  * meets `not_found` is reported as such (the engine takes it as done), and one that meets
  * `precondition_failed` is an answer (our own delete would have left nothing to compare).
+ *
+ * Counted (`requests`): each attempt's requests, by store, as the attempt ends: a call made is
+ * one, a listing one per page (see `collect`), and an attempt after the first counts as retries.
+ * That is what each pass report's `requests` is made of.
  */
 export interface BoundedStoreClientOptions {
   requestTimeoutMs: number;

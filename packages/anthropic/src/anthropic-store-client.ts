@@ -6,6 +6,7 @@ import {
   type StoreClient,
   type StoreFolderEntry,
   type StoreListFolderOptions,
+  type StoreListingOptions,
   type StoreListVersionsOptions,
   type StoreMemory,
   type StoreMemoryVersion,
@@ -60,16 +61,16 @@ export class AnthropicStoreClient implements StoreClient {
 
   async *list(
     storeId: string,
-    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
+    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } & StoreListingOptions = {},
   ): AsyncIterable<StoreMemory> {
-    const { withContent = false, pathPrefix, signal } = opts;
+    const { withContent = false, pathPrefix, signal, onPage } = opts;
     const params = {
       view: withContent ? ('full' as const) : ('basic' as const),
       limit: withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE,
       // An empty prefix is the whole store; the service would refuse it as a prefix.
       ...(pathPrefix ? { path_prefix: pathPrefix } : {}),
     };
-    for await (const item of this.#walk('list', signal, () => this.#memories.list(storeId, params, { signal }))) {
+    for await (const item of this.#walk('list', signal, onPage, () => this.#memories.list(storeId, params, { signal }))) {
       if (item.type !== 'memory') continue;
       yield toStoreMemory(item, withContent);
     }
@@ -138,7 +139,7 @@ export class AnthropicStoreClient implements StoreClient {
    * once that many versions are yielded.
    */
   async *listVersions(storeId: string, opts: StoreListVersionsOptions = {}): AsyncIterable<StoreMemoryVersion> {
-    const { signal, withContent = false, maxVersions = Infinity } = opts;
+    const { signal, withContent = false, maxVersions = Infinity, onPage } = opts;
     if (maxVersions <= 0) return;
     const params = {
       view: withContent ? ('full' as const) : ('basic' as const),
@@ -150,7 +151,7 @@ export class AnthropicStoreClient implements StoreClient {
     };
     const first = () => this.#versions.list(storeId, params, { signal });
     let yielded = 0;
-    for await (const version of this.#walk('listVersions', signal, first)) {
+    for await (const version of this.#walk('listVersions', signal, onPage, first)) {
       yield toStoreVersion(version, withContent);
       // Returning here, before #walk asks for the next page, is what saves that request.
       if (++yielded >= maxVersions) return;
@@ -159,7 +160,7 @@ export class AnthropicStoreClient implements StoreClient {
 
   /** The memories list with `depth=1`: one folder's memories and its sub-folders' `memory_prefix` roll-ups. */
   async *listFolder(storeId: string, opts: StoreListFolderOptions = {}): AsyncIterable<StoreFolderEntry> {
-    const { withContent = false, pathPrefix, signal } = opts;
+    const { withContent = false, pathPrefix, signal, onPage } = opts;
     const params = {
       view: withContent ? ('full' as const) : ('basic' as const),
       limit: withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE,
@@ -169,7 +170,7 @@ export class AnthropicStoreClient implements StoreClient {
       ...(pathPrefix !== undefined && pathPrefix !== '' && pathPrefix !== '/' && { path_prefix: pathPrefix }),
     };
     const first = () => this.#memories.list(storeId, params, { signal });
-    for await (const item of this.#walk('listFolder', signal, first)) {
+    for await (const item of this.#walk('listFolder', signal, onPage, first)) {
       yield item.type === 'memory_prefix'
         ? { type: 'prefix', path: item.path }
         : { type: 'memory', memory: toStoreMemory(item, withContent) };
@@ -179,13 +180,16 @@ export class AnthropicStoreClient implements StoreClient {
   /**
    * Every item of a paged listing. Pages are walked by hand, not with the SDK's `for await`, so
    * that only the SDK's own calls sit inside the error mapping and a consumer's error is never
-   * dressed up as a StoreError.
+   * dressed up as a StoreError. `onPage` is told of each page as it is requested: one request
+   * each, the SDK's retries being off.
    */
   async *#walk<Item>(
     operation: string,
     signal: AbortSignal | undefined,
+    onPage: (() => void) | undefined,
     firstPage: () => PromiseLike<SdkPage<Item>>,
   ): AsyncIterable<Item> {
+    onPage?.();
     let page = await this.#call(operation, firstPage);
     for (;;) {
       for (const item of page.data) {
@@ -195,6 +199,7 @@ export class AnthropicStoreClient implements StoreClient {
       }
       if (!page.hasNextPage()) return;
       const current = page;
+      onPage?.();
       page = await this.#call(operation, () => current.getNextPage());
     }
   }

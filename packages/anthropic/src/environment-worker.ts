@@ -43,8 +43,12 @@ function refuse(): never {
   throw new Error('the options check mounter makes no store call');
 }
 
-/** The mounter events a `WorkerListeners` may name; the rest of its keys are the worker's own. */
-const MOUNTER_EVENTS: readonly MounterEventName[] = ['conflict', 'pulled', 'pushed', 'deleted', 'refused', 'progress'];
+/**
+ * The mounter events a `WorkerListeners` may name; the rest of its keys are the worker's own.
+ * Every one of them: an event the mounter gains fails to compile here until it is listed.
+ */
+const MOUNTER_EVENT_SET: Record<MounterEventName, true> = { conflict: true, pulled: true, pushed: true, deleted: true, renamed: true, refused: true, progress: true };
+const MOUNTER_EVENTS = Object.keys(MOUNTER_EVENT_SET) as readonly MounterEventName[];
 
 /**
  * A self-hosted environment worker shaped like the SDK's `EnvironmentWorker` (same options,

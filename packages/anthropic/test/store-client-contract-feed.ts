@@ -115,6 +115,21 @@ export function changeFeedContract(context: () => FeedContext): void {
       expect(Date.parse(listed!.updated_at!)).toBe(Date.parse(latest.created_at));
     });
 
+    it('a create, an update and a rename answer with the version each recorded (memory_version_id)', async () => {
+      const { client, storeId, clock } = ctx();
+      const created = await create('/a.md', 'v1');
+      clock.advance(1_000);
+      const updated = await client.update(storeId, created.id, { content: 'v2' });
+      clock.advance(1_000);
+      const renamed = await client.update(storeId, created.id, { path: '/b.md' });
+      const recorded = (await versions()).filter((v) => v.memory_id === created.id);
+      const id = (path: string, sha: string) => recorded.find((v) => v.path === path && v.content_sha256 === sha)?.id;
+      expect(created.memory_version_id).toBe(id('/a.md', sha256Hex('v1')));
+      expect(updated.memory_version_id).toBe(id('/a.md', sha256Hex('v2')));
+      expect(renamed.memory_version_id).toBe(id('/b.md', sha256Hex('v2')));
+      expect(new Set([created.memory_version_id, updated.memory_version_id, renamed.memory_version_id]).size).toBe(3);
+    });
+
     it('records nothing for an update to nothing or a refused write', async () => {
       const { client, storeId } = ctx();
       const memory = await create('/a.md', 'same');

@@ -322,6 +322,33 @@ export function storeClientContract(
       });
     });
 
+    describe('onPage: told once per page requested, so that the engine counts requests exactly', () => {
+      const pagesOf = async (walk: (onPage: () => void) => AsyncIterable<unknown>): Promise<{ items: number; pages: number }> => {
+        let pages = 0;
+        const items = await collect(walk(() => pages++));
+        return { items: items.length, pages };
+      };
+
+      it('list, without content and with it; an empty store is one request', async () => {
+        expect(await pagesOf((onPage) => client.list(storeId, { onPage }))).toEqual({ items: 0, pages: 1 });
+        await seed(numberedFiles(230, (i) => `note ${i}`));
+        expect(await pagesOf((onPage) => client.list(storeId, { onPage }))).toEqual({ items: 230, pages: 3 });
+        expect(await pagesOf((onPage) => client.list(storeId, { withContent: true, onPage }))).toEqual({ items: 230, pages: 12 });
+      });
+
+      it('listVersions, and no page past maxVersions', async () => {
+        await seed(numberedFiles(230, (i) => `note ${i}`));
+        expect(await pagesOf((onPage) => client.listVersions!(storeId, { onPage }))).toEqual({ items: 230, pages: 3 });
+        expect(await pagesOf((onPage) => client.listVersions!(storeId, { withContent: true, maxVersions: 41, onPage }))).toEqual({ items: 41, pages: 3 });
+      });
+
+      it('listFolder', async () => {
+        await seed(numberedFiles(230, (i) => `note ${i}`));
+        expect(await pagesOf((onPage) => client.listFolder!(storeId, { onPage }))).toEqual({ items: 1, pages: 1 });
+        expect(await pagesOf((onPage) => client.listFolder!(storeId, { pathPrefix: '/bulk/', onPage }))).toEqual({ items: 230, pages: 3 });
+      });
+    });
+
     describe('the fake\'s seed helper', () => {
       // The helper stands for another writer going through the same service: it cannot plant
       // what the service refuses (the fakes' plantMemory exists for that, on purpose).

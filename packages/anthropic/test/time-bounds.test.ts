@@ -114,8 +114,9 @@ describe('a store answering 503', () => {
     const { result: report, ms } = await timed(mounter.finalize());
     expect(ms).toBeLessThan(500 + 2_000);
     expect(report.unpushed).toEqual([
-      { memoryStoreId: STORE, path: '/a.md', code: 'time_bound', reason: expect.stringMatching(/^edited locally; not pushed: cut off by the time bound/) },
-      { memoryStoreId: STORE, path: '/b.md', code: 'time_bound', reason: expect.stringMatching(/^deleted locally; not pushed/) },
+      { memoryStoreId: STORE, path: '/a.md', code: 'time_bound', reason: expect.stringMatching(/^edited locally; not pushed: cut off by the time bound/), memoryId: expect.stringMatching(/^mem_/) },
+      { memoryStoreId: STORE, path: '/b.md', code: 'time_bound', reason: expect.stringMatching(/^deleted locally; not pushed/), memoryId: expect.stringMatching(/^mem_/) },
+      // A new file has no memory yet.
       { memoryStoreId: STORE, path: '/n.md', code: 'time_bound', reason: expect.stringMatching(/^new local file; not pushed/) },
     ]);
     // Retried until the deadline, not given up on at the first 503.

@@ -85,7 +85,7 @@ export class Output {
   follow(mounter: MemoryMounter): void {
     mounter.on('progress', (p) => this.#progress(p));
     if (!this.json) return;
-    for (const event of ['pulled', 'pushed', 'deleted', 'refused'] as const) {
+    for (const event of ['pulled', 'pushed', 'deleted', 'renamed', 'refused'] as const) {
       mounter.on(event, (e: { path: string }) => this.#json({ event, ...e }));
     }
     mounter.on('conflict', ({ localContent, ...e }) => this.#json({ event: 'conflict', ...e, localBytes: localContent.byteLength }));
@@ -109,7 +109,7 @@ export class Output {
         if (parts.length > 0 || hasProblems(s)) this.#json({ event: 'pass', at: report.finishedAt, ...summary(s) });
       } else if (parts.length > 0 || hasProblems(s)) {
         const problemText = hasProblems(s) ? `; problems: ${problemsOf(s).join('; ')}` : '';
-        this.note(`${clock(Date.parse(report.finishedAt))} ${parts.join(', ') || 'no changes'}${problemText}`, {});
+        this.note(`${clock(Date.parse(report.finishedAt))} ${parts.join(', ') || 'no changes'}${problemText} ${cost(s)}`, {});
       }
       this.#pendingDeletions(s, Date.parse(report.finishedAt), now, pass);
     }
@@ -318,7 +318,17 @@ function summary(s: StoreSyncReport) {
     conflicts: s.conflicts,
     pendingDeletions: s.pendingDeletions,
     errors: s.errors,
+    read: s.read ?? null,
+    requests: s.requests,
   };
+}
+
+/** `[feed, 2 requests]`: how the pass read the store and what it cost it (`listing: interval`, `1 retried`...). */
+function cost(s: StoreSyncReport): string {
+  const read = s.read === undefined ? null : s.read.kind === 'listing' ? `listing: ${s.read.reason}` : s.read.kind;
+  const { total, retries } = s.requests;
+  const requests = `${total} request${total === 1 ? '' : 's'}${retries > 0 ? `, ${retries} retried` : ''}`;
+  return `[${read === null ? requests : `${read}, ${requests}`}]`;
 }
 
 function clock(ms: number): string {

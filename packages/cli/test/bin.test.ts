@@ -90,8 +90,17 @@ describe('memory-mounter (the built bin)', () => {
 
       await appendFile(join(dir, 'projects/todo.md'), 'x\n'); // echo x >> ./demo/projects/todo.md
       const started = Date.now();
-      const pass = JSON.parse(await out.waitFor(/"event":"pass"/, 2_000 + 1_500)) as { pushed: string[] };
+      const pass = JSON.parse(await out.waitFor(/"event":"pass"/, 2_000 + 1_500)) as {
+        pushed: string[];
+        read: { kind: string } | null;
+        requests: { total: number; reads: number; writes: number; retries: number };
+      };
       expect(pass.pushed).toEqual(['/projects/todo.md']);
+      // How the store was read, and what the pass cost: its read of the store, and the one update.
+      expect(pass.read?.kind).toMatch(/^(feed|listing)$/);
+      expect(pass.requests).toMatchObject({ writes: 1, retries: 0 });
+      expect(pass.requests.reads).toBeGreaterThanOrEqual(1);
+      expect(pass.requests.total).toBe(pass.requests.reads + pass.requests.writes);
       expect(Date.now() - started).toBeLessThan(2_000 + 1_500);
       // The store has it: the baseline moved, and the store agrees with the folder.
       expect(status(statusArgs)).toMatchObject({ new: [], modified: [], deleted: [], remoteChanged: [], conflicts: [] });

@@ -96,6 +96,8 @@ describe('mount: what a pass says', () => {
       server.seed('memstore_t', Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`/bulk/file-${String(i).padStart(3, '0')}.md`, `${i}\n`])));
       const pass = await out.waitFor(/ pulled 200 /);
       expect(pass).toMatch(/pulled 200 \(\/bulk\/file-000\.md \/bulk\/file-001\.md \/bulk\/file-002\.md \+197 more; --verbose lists all\)/);
+      // How the store was read and what the pass cost it, last.
+      expect(pass).toMatch(/ \[(feed|listing: [a-z_]+), \d+ requests?(, \d+ retried)?\]$/);
       expect(pass.length).toBeLessThan(200);
 
       await rm(join(w.mounts, 'm', 'gone.md'));

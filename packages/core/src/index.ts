@@ -7,7 +7,7 @@ export { asLogger, debugLogger, fieldsFirstLogger, type FieldsFirstLogger } from
 export { escapeForTerminal, jsonForTerminal } from './model/terminal-text.js';
 export { MounterEventEmitter } from './session/event-emitter.js';
 export { conflictCopyPath } from './model/unsynced-names.js';
-export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, ConflictEvent, ProgressEvent, PulledReason } from './model/events.js';
+export type { MounterEvents, MounterEventName, PathEvent, TransferEvent, RenamedEvent, ConflictEvent, ProgressEvent, PulledReason } from './model/events.js';
 export type { StoreStatus, UnknownWrite } from './session/status.js';
 export type { DeletionMode, Access, MemoryStoreResource, MemoryMounterOptions, Logger, MountedStore } from './model/types.js';
 export type { EntryType, FileStat, DirEntry, DirHandle, DirWatch, OpenFile, FileSystem, WriteOptions } from './local/file-system.js';
@@ -20,6 +20,7 @@ export type {
   StoreMemoryVersionOperation,
   StoreListVersionsOptions,
   StoreListFolderOptions,
+  StoreListingOptions,
   StoreFolderEntry,
 } from './remote/store-client.js';
 export {
@@ -41,6 +42,7 @@ export type {
   PathReport,
   UnpushedReport,
   StoreRead,
+  StoreRequests,
 } from './model/reports.js';
 export type { FullListingReason, FeedDoubtCode } from './decide/feed-fold.js';
 export type { ReasonCode, StoreReasonCode, PathReasonCode, Reason } from './model/reasons.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError, type StoreClient, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
 import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/remote/bounded-store-client.js';
+import { RequestCounter } from '../src/remote/request-count.js';
 
 /** The StoreClient decorator alone: each call bounded, the safe ones retried (SPEC 6.2). */
 
@@ -481,3 +482,58 @@ describe('retry-after and the retry budget (SPEC 6.7)', () => {
 async function* failingListing(): AsyncIterable<StoreMemory> {
   throw unavailable();
 }
+
+describe('requests are counted per store as each attempt ends: calls made, and the pages of listings', () => {
+  /** A listing of `n` memories in pages of `size`, telling `onPage` of each page when `tell`; `failAfter` pages, then unavailable. */
+  function paged(n: number, size: number, opts: { tell: boolean; failAfter?: number }): StoreClient['list'] {
+    return async function* (_storeId, listOpts) {
+      for (let page = 0; page * size < Math.max(n, 1); page++) {
+        if (opts.tell) listOpts?.onPage?.();
+        if (opts.failAfter !== undefined && page >= opts.failAfter) throw unavailable();
+        for (let i = page * size; i < Math.min(n, (page + 1) * size); i++) yield memory(`m${i}`);
+      }
+    };
+  }
+
+  it('each attempt of a call is one request, a repeat a retry, and a store is counted apart from another', async () => {
+    const requests = new RequestCounter();
+    const client = bounded(
+      scripted({ get: sequence([unavailable(), unavailable(), memory('m')], []), create: sequence([unavailable()], []), update: sequence([memory('m')], []) }),
+      { requests },
+    );
+    await client.get('s1', 'm', { signal: live() });
+    await failure(client.create('s1', { path: '/m.md', content: 'x' }, { signal: live() }));
+    await client.update('s2', 'm', { content: 'y', expected_content_sha256: 'sha' }, { signal: live() });
+    expect(requests.of('s1')).toEqual({ total: 4, reads: 3, writes: 1, retries: 2 });
+    expect(requests.of('s2')).toEqual({ total: 1, reads: 0, writes: 1, retries: 0 });
+  });
+
+  it('a call the deadline stopped before it was made sends nothing', async () => {
+    const requests = new RequestCounter();
+    const stop = new AbortController();
+    stop.abort();
+    await failure(bounded(scripted({ get: sequence([memory('m')], []) }), { requests }).get('s', 'm', { signal: stop.signal }));
+    expect(requests.of('s').total).toBe(0);
+  });
+
+  it('a listing whose client tells each page: its pages, those of a walk that failed included', async () => {
+    const requests = new RequestCounter();
+    let calls = 0;
+    const list: StoreClient['list'] = (id, opts) => (calls++ === 0 ? paged(250, 100, { tell: true, failAfter: 2 }) : paged(250, 100, { tell: true }))(id, opts);
+    expect(await collect(bounded(scripted({ list }), { requests }).list('s', { signal: live() }))).toHaveLength(250);
+    // Three pages asked for by the failed walk (the third failed), three by the whole one.
+    expect(requests.of('s')).toEqual({ total: 6, reads: 6, writes: 0, retries: 3 });
+  });
+
+  it('a listing whose client tells nothing: full pages of its kind, and the page a failed walk was waiting for', async () => {
+    const requests = new RequestCounter();
+    await collect(bounded(scripted({ list: paged(250, 100, { tell: false }) }), { requests }).list('s', { signal: live() }));
+    expect(requests.of('s').total).toBe(3);
+    await collect(bounded(scripted({ list: paged(0, 100, { tell: false }) }), { requests }).list('empty', { signal: live() }));
+    expect(requests.of('empty').total).toBe(1);
+    await collect(bounded(scripted({ list: paged(45, 20, { tell: false }) }), { requests }).list('content', { withContent: true, signal: live() }));
+    expect(requests.of('content').total).toBe(3);
+    await failure(collect(bounded(scripted({ list: paged(250, 100, { tell: false, failAfter: 1 }) }), { requests }).list('failed')));
+    expect(requests.of('failed').total).toBe(2);
+  });
+});

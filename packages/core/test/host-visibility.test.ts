@@ -11,7 +11,7 @@ for (const kind of DISKS) {
   describe(`what a host sees (${kind})`, () => {
     const h = useHarness(kind);
 
-    it('materialize tells one pulled event per memory downloaded, with its memory id, in path order', async () => {
+    it('materialize tells one pulled event per memory downloaded, with its memory and version ids, in path order', async () => {
       h.client.seed(STORE, { '/b.md': 'beta', '/a.md': 'alpha', '/d/c.md': 'gamma' });
       const mounter = h.mounter();
       const pulled: MounterEvents['pulled'][0][] = [];
@@ -26,6 +26,7 @@ for (const kind of DISKS) {
           sha: ids.get(path)!.content_sha256,
           reason: 'download',
           memoryId: ids.get(path)!.id,
+          versionId: ids.get(path)!.memory_version_id,
         })),
       );
       await mounter.finalize();

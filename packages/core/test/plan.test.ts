@@ -122,7 +122,7 @@ describe('planStore, read_write, row by row', () => {
   });
 
   it('R missing, L = B, the deletion corroborated: delete the local file, re-checked against B', () => {
-    expect(rw({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+    expect(rw({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', memoryId: ID }]);
   });
 
   it('R missing, L = B, missing from one listing only: delete only once the store confirms, by id', () => {
@@ -183,7 +183,7 @@ describe('planStore, read_only, row by row', () => {
   });
 
   it('R missing, L = B, the deletion corroborated: delete local', () => {
-    expect(ro({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B' }]);
+    expect(ro({ b: 'B', l: 'B' }, gone).actions).toEqual([{ type: 'delete_local', path: P, expectLocal: 'B', memoryId: ID }]);
   });
 
   it('R missing, L = B, missing from one listing only: delete only once the store confirms, by id', () => {
@@ -367,8 +367,8 @@ describe('pushOnlyView: the push-only flush as a view over a plan', () => {
   });
 
   it('turns a conflict, which it cannot pull, into a note', () => {
-    expect(view({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R' }]);
-    expect(view({ l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R' }]);
+    expect(view({ b: 'B', l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R', memoryId: ID }]);
+    expect(view({ l: 'L', r: 'R' }).actions).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R', memoryId: ID }]);
   });
 });
 
@@ -401,7 +401,7 @@ describe('stillUnknownWrites', () => {
 
 describe('R missing, L = B: a memory absent from one listing is not taken for deleted (SPEC 6.6)', () => {
   const ids = new Map([[P, ID]]);
-  const plainDelete = [{ type: 'delete_local', path: P, expectLocal: 'B' }];
+  const plainDelete = [{ type: 'delete_local', path: P, expectLocal: 'B', memoryId: ID }];
 
   it.each([
     ['the store said it is deleted (a deleted version, a not_found)', evidence({ gone: new Set([ID]) })],
@@ -481,5 +481,37 @@ describe('R missing, L = B: a memory absent from one listing is not taken for de
     expect(planActions(flush)).toEqual([]);
     expect(flush.skipped).toEqual([]);
     expect(pushOnlyView(planStore(input({ b: 'B', l: 'B' }, oneListing))).transfers).toEqual([]);
+  });
+});
+
+describe('the ids a plan carries for the events (memoryId, versionId)', () => {
+  const versioned = (sha: string) => new Map([[P, { id: ID, sha, versionId: `memver_${sha}` }]]);
+
+  it('a pull names the version the listing or feed said holds the content; a flush notes it for the conflict it cannot pull', () => {
+    expect(rw({ b: 'B', l: 'B' }, { remote: versioned('R') }).actions).toEqual([
+      { type: 'pull', path: P, memoryId: ID, remoteSha: 'R', expectLocal: 'B', reason: 'remote_changed', versionId: 'memver_R' },
+    ]);
+    const view = pushOnlyView(planStore(input({ b: 'B', l: 'L' }, { remote: versioned('R') })));
+    expect(view.reportOnly).toEqual([{ type: 'note_conflict', path: P, storeSha: 'R', memoryId: ID, versionId: 'memver_R' }]);
+  });
+
+  it('refused content names the memory it would have updated, and no memory when it would have been created', () => {
+    const unpushable = { code: 'not_utf8' as const, detail: 'is not UTF-8 text' };
+    const edited = planStore(input({ b: 'B', r: 'B' }, { localFiles: new Map([[P, { sha: 'L', size: 1, mtimeMs: 0, unpushable }]]) }));
+    expect(edited.reportOnly).toEqual([{ type: 'refuse', path: P, localSha: 'L', code: 'not_utf8', detail: 'is not UTF-8 text', firstTime: true, memoryId: ID }]);
+    const created = planStore(input({}, { localFiles: new Map([[P, { sha: 'L', size: 1, mtimeMs: 0, unpushable }]]) }));
+    expect(created.reportOnly).toEqual([{ type: 'refuse', path: P, localSha: 'L', code: 'not_utf8', detail: 'is not UTF-8 text', firstTime: true }]);
+  });
+
+  it('a rename followed on disk names the version that holds the memory at its new path', () => {
+    const plan = planStore(
+      input(
+        { b: 'B', l: 'B' },
+        { baselineIds: new Map([[P, ID]]), remote: new Map([['/moved.md', { id: ID, sha: 'B', versionId: 'memver_moved' }]]) },
+      ),
+    );
+    expect(plan.transfers).toEqual([
+      { type: 'rename_local', path: '/moved.md', from: P, memoryId: ID, expectLocal: 'B', baseSha: 'B', versionId: 'memver_moved' },
+    ]);
   });
 });

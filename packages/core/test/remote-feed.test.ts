@@ -251,6 +251,14 @@ describe('foldVersions: one memory, row by row', () => {
     expect(result.state.memories.get('mem_a')).toEqual(known('/z/a.md', 'A3', 'va3', 200));
   });
 
+  it('known: changed and changed back: the same path and content, known by the newest version (the one events name)', () => {
+    const result = folded(
+      foldVersions(state(), [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 100), v('va3', 'mem_a', 'modified', '/a.md', 'A1', 200)], READ),
+    );
+    expect(result.state.memories.get('mem_a')).toEqual(known('/a.md', 'A1', 'va3', 200));
+    expect(result.changed).toBe(1);
+  });
+
   it('known without an instant (a client without updated_at): the newest version wins', () => {
     const s = state({ memories: new Map([['mem_a', known('/a.md', 'A1', null, null)]]) });
     const result = folded(foldVersions(s, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', -500), v('va3', 'mem_a', 'modified', '/a.md', 'A3', 100)], READ));

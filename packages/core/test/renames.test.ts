@@ -120,7 +120,7 @@ describe('remote rename: the file follows on disk, no transfer', () => {
     expect(flush(remoteRenamed('L', 'B')).actions).toEqual([
       { type: 'update', path: '/a.md', localSha: 'L', memoryId: X, expectedRemoteSha: 'B' },
     ]);
-    expect(flush(remoteRenamed('L', 'R')).actions).toEqual([{ type: 'note_conflict', path: '/a.md', storeSha: 'R' }]);
+    expect(flush(remoteRenamed('L', 'R')).actions).toEqual([{ type: 'note_conflict', path: '/a.md', storeSha: 'R', memoryId: X }]);
   });
 
   describe('falls back to the rows (delete + create) when in doubt', () => {

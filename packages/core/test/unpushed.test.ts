@@ -81,6 +81,7 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     access: 'read_write',
     status: 'synced',
     ...emptyPassReport(),
+    requests: { total: 0, reads: 0, writes: 0, retries: 0 },
     ...over,
   };
 }
@@ -101,6 +102,17 @@ describe('unpushedChanges', () => {
         { path: '/n.md', code, reason: `new local file; not pushed: ${flush.reason}` },
       ]);
     }
+  });
+
+  it('each path with a memory the baseline was agreed with names it; a new file names none', () => {
+    const flush = flushReport({ status: 'failed', code: 'store_error', reason: 'store unavailable' });
+    const ids = new Map([['/a.md', 'mem_a'], ['/b.md', 'mem_b']]);
+    expect(unpushedChanges(flush, baseline, scan, ids).map(({ path, memoryId }) => ({ path, memoryId }))).toEqual([
+      { path: '/a.md', memoryId: 'mem_a' },
+      { path: '/b.md', memoryId: 'mem_b' },
+      { path: '/n.md', memoryId: undefined },
+    ]);
+    expect(unpushedChanges(flush, baseline, scan, ids).find((u) => u.path === '/n.md')).not.toHaveProperty('memoryId');
   });
 
   it("a flush whose rename of a memory failed: the agent's rename is named (the content is in the store at the old path)", () => {

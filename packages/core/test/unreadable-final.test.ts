@@ -40,7 +40,7 @@ describe.each(DISKS)('an unreadable file at the final scan, on %s', (disk) => {
       expect(stored('/a.md')).toBe('alpha edited');
       expect(stored('/n.md')).toBe('new');
       expect(stored('/b.md')).toBe('beta');
-      expect(report.unpushed).toEqual([{ memoryStoreId: STORE, path: '/b.md', code: 'unreadable', reason: expect.stringContaining(code) }]);
+      expect(report.unpushed).toEqual([{ memoryStoreId: STORE, path: '/b.md', code: 'unreadable', reason: expect.stringContaining(code), memoryId: expect.stringMatching(/^mem_/) }]);
       expect(report.removed).toEqual([]);
       expect(report.leftInPlace).toEqual([{ path: dir, code: 'unreadable_kept', reason: expect.stringMatching(/1 path\(s\) could not be read/) }]);
       expect(await h.read(`${dir}/b.md`)).toBe('beta edited, then made unreadable');
@@ -84,7 +84,9 @@ describe.each(DISKS)('an unreadable file at the final scan, on %s', (disk) => {
     fs.failAlways('lstat', `${dir}/b.md`, 'EIO');
     const report = await m.finalize({ outcome: 'aborted' });
     expect(stored('/a.md')).toBe('alpha edited');
-    expect(report.unpushed).toEqual([{ memoryStoreId: STORE, path: '/b.md', code: 'unreadable', reason: expect.stringMatching(/could not be read to push it: .*EIO/) }]);
+    expect(report.unpushed).toEqual([
+      { memoryStoreId: STORE, path: '/b.md', code: 'unreadable', reason: expect.stringMatching(/could not be read to push it: .*EIO/), memoryId: expect.stringMatching(/^mem_/) },
+    ]);
     expect(report.leftInPlace).toMatchObject([{ path: dir, code: 'unreadable_kept' }]);
     expect(await h.read(`${dir}/b.md`)).toBe('beta edited');
   });
@@ -147,7 +149,7 @@ describe.each(DISKS)('an unreadable file at the final scan, on %s', (disk) => {
     const report = await recover();
     const entry = report.stores[0]!;
     expect(entry).toMatchObject({ outcome: 'left', left: { code: 'unpushed' }, pushed: ['/a.md'] });
-    expect(entry.unpushed).toEqual([{ path: '/b.md', code: 'unreadable', reason: expect.stringContaining('EIO') }]);
+    expect(entry.unpushed).toEqual([{ path: '/b.md', code: 'unreadable', reason: expect.stringContaining('EIO'), memoryId: expect.stringMatching(/^mem_/) }]);
     expect(await h.read(`${dir}/b.md`)).toBe('beta edited');
     expect(await recordExists()).toBe(true);
   });

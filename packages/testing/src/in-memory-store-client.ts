@@ -4,6 +4,7 @@ import type {
   StoreErrorKind,
   StoreFolderEntry,
   StoreListFolderOptions,
+  StoreListingOptions,
   StoreListVersionsOptions,
   StoreMemory,
   StoreMemoryVersion,
@@ -94,10 +95,11 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
   /** Every memory below `pathPrefix`, one request per page (100, or 20 with content). */
   async *list(
     storeId: string,
-    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
+    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } & StoreListingOptions = {},
   ): AsyncIterable<StoreMemory> {
     const withContent = opts.withContent ?? false;
-    for await (const entry of this.#pages(storeId, { op: 'list', ...(opts.pathPrefix !== undefined && { path: opts.pathPrefix }) }, 0, withContent, opts.signal)) {
+    const logged = { op: 'list' as const, ...(opts.pathPrefix !== undefined && { path: opts.pathPrefix }) };
+    for await (const entry of this.#pages(storeId, logged, 0, withContent, opts)) {
       if (entry.kind === 'memory') yield toWire(entry.memory, withContent);
     }
   }
@@ -163,6 +165,7 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
     let cursor: string | undefined;
     let yielded = 0;
     for (;;) {
+      opts.onPage?.();
       await this.#request(
         { op: 'listVersions', storeId, ...(opts.memoryId !== undefined && { memoryId: opts.memoryId }), ...(withContent && { withContent: true as const }) },
         opts.signal,
@@ -187,7 +190,7 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
     // The root, `/`, logs as no prefix: the whole store's first level.
     const prefix = opts.pathPrefix === '/' ? undefined : opts.pathPrefix;
     const logged = { op: 'list' as const, ...(prefix !== undefined && { path: prefix }), depth: 1 };
-    for await (const entry of this.#pages(storeId, logged, 1, withContent, opts.signal, opts.pathPrefix)) {
+    for await (const entry of this.#pages(storeId, logged, 1, withContent, opts, opts.pathPrefix)) {
       yield entry.kind === 'memory'
         ? { type: 'memory', memory: toWire(entry.memory, withContent) }
         : { type: 'prefix', path: entry.path };
@@ -216,21 +219,22 @@ export class InMemoryStoreClient extends MemoryService implements StoreClient {
   // --- Internals -----------------------------------------------------------------------------
 
   /**
-   * The memory listing at `depth`, page by page: one logged request each, read live from the
-   * store as the service reads it. `pathPrefix` `/` is the whole store.
+   * The memory listing at `depth`, page by page: one logged request each (told to `onPage`),
+   * read live from the store as the service reads it. `pathPrefix` `/` is the whole store.
    */
   async *#pages(
     storeId: string,
     logged: Omit<StoreRequest, 'at' | 'storeId'>,
     depth: number,
     withContent: boolean,
-    signal: AbortSignal | undefined,
+    opts: { signal?: AbortSignal } & StoreListingOptions,
     pathPrefix = logged.path,
   ): AsyncIterable<ReturnType<MemoryStore['list']>['entries'][number]> {
     const limit = withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE;
     let page: string | undefined;
     for (;;) {
-      await this.#request({ ...logged, storeId }, signal);
+      opts.onPage?.();
+      await this.#request({ ...logged, storeId }, opts.signal);
       const result = model(() =>
         this.store(storeId).list({ ...(pathPrefix !== undefined && { pathPrefix }), depth, limit, ...(page !== undefined && { page }) }),
       );

@@ -25,6 +25,8 @@ export interface ConflictSides {
   localSha: string;
   /** The store's content, when the read carried it. */
   content?: string;
+  /** The store's version holding `remoteSha`, when known (events name it). */
+  versionId?: string;
 }
 
 /** The action a pass takes for a conflict. */
@@ -39,6 +41,7 @@ export function resolveConflict(sides: ConflictSides, policy: ConflictPolicy = '
         expectLocal: sides.localSha,
         reason: 'conflict',
         ...(sides.content !== undefined && { content: sides.content }),
+        ...(sides.versionId !== undefined && { versionId: sides.versionId }),
       };
   }
 }
@@ -50,5 +53,11 @@ export function isConflictResolution(action: { type: string; reason?: string }):
 
 /** What a push-only flush does instead of a conflict's resolution: note it, at `path` (where the file is now). */
 export function flushedConflict(resolution: Pull, path: string = resolution.path): NoteConflict {
-  return { type: 'note_conflict', path, storeSha: resolution.remoteSha };
+  return {
+    type: 'note_conflict',
+    path,
+    storeSha: resolution.remoteSha,
+    memoryId: resolution.memoryId,
+    ...(resolution.versionId !== undefined && { versionId: resolution.versionId }),
+  };
 }

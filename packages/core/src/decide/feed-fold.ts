@@ -353,7 +353,10 @@ function foldMemory(known: KnownMemory | undefined, versions: readonly Stamped[]
     const last = after.at(-1)!;
     if (last.version.operation === 'deleted') return { kind: 'remove' };
     const memory = stateOf(last);
-    return sameState(memory, known) ? { kind: 'keep' } : { kind: 'set', memory };
+    // The same path and content again (changed and changed back) is the same state to the
+    // planner, but held by a newer version now: known by that one, so that no event names an
+    // older version as the one written.
+    return sameState(memory, known) && memory.versionId === known.versionId ? { kind: 'keep' } : { kind: 'set', memory };
   }
   const last = versions.at(-1)!;
   // Gone by the end of the read: absent here already, whatever came before.

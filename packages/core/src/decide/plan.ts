@@ -17,6 +17,8 @@ import { flushedConflict, isConflictResolution, resolveConflict } from './confli
 export interface RemoteEntry {
   id: string;
   sha: string;
+  /** The version (`memver_…`) that holds `sha`, when the listing or feed said: only told to listeners. */
+  versionId?: string;
   /**
    * The content, when the listing carried it (the download lists with content): a pull of it
    * then writes this instead of fetching the memory again. The executor still checks its sha.
@@ -85,6 +87,8 @@ export interface Pull {
   expectLocal: string | null;
   reason: PullReason;
   content?: string;
+  /** The version that holds `remoteSha`, when known: the `pulled` event's, unless the pull fetches the memory. */
+  versionId?: string;
 }
 /** Send the file as the new content of `memoryId`, guarded by `expectedRemoteSha` (the store's sha, which is the baseline's). */
 export interface Update {
@@ -111,6 +115,11 @@ export interface DeleteLocal {
   path: string;
   expectLocal: string;
   corroborate?: { memoryId: string };
+  /**
+   * Without `corroborate`: the memory the store deleted, when the baseline's id for the path is
+   * known (only told to listeners; with `corroborate`, its id is that one).
+   */
+  memoryId?: string;
 }
 /** Delete the memory, guarded by `expectedRemoteSha`, after a fresh re-check. `log_only`: log, never send. */
 export interface DeleteRemote {
@@ -133,6 +142,8 @@ export interface RenameLocal {
   memoryId: string;
   expectLocal: string;
   baseSha: string;
+  /** The version that holds the memory at `path`, when known: only told to listeners. */
+  versionId?: string;
   /** The file is already at `path` (moved alike on both sides): only the baseline follows. */
   alreadyMoved?: true;
   then?: Pull | Update | Adopt | Refuse | KeepLocal;
@@ -168,6 +179,8 @@ export interface Refuse {
   code: PathReasonCode;
   detail: string;
   firstTime: boolean;
+  /** The memory the content would have updated, when there is one: only told to listeners. */
+  memoryId?: string;
 }
 /** A read-only store's local change: kept on disk, never pushed. `warn` for the only copy of a memory. */
 export interface KeepLocal {
@@ -185,6 +198,9 @@ export interface NoteConflict {
   type: 'note_conflict';
   path: string;
   storeSha: string;
+  /** The memory whose store version wins, and that version when known: only told to listeners. */
+  memoryId?: string;
+  versionId?: string;
 }
 /**
  * `log_only`: the agent moved a file (`from` -> `path`, same content) that `enabled` would send
@@ -293,7 +309,15 @@ export function planStore(input: PlanInput): Plan {
     const refusedBefore = refused.get(path) === local.sha;
     if (local.unpushable || refusedBefore) {
       const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
-      plan.reportOnly.push({ type: 'refuse', path, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore });
+      plan.reportOnly.push({
+        type: 'refuse',
+        path,
+        localSha: local.sha,
+        code: why.code,
+        detail: why.detail,
+        firstTime: !refusedBefore,
+        ...(send.type === 'update' && { memoryId: send.memoryId }),
+      });
       return;
     }
     plan.transfers.push(send);
@@ -307,12 +331,14 @@ export function planStore(input: PlanInput): Plan {
       expectLocal,
       reason,
       ...(r.content !== undefined && { content: r.content }),
+      ...(r.versionId !== undefined && { versionId: r.versionId }),
     });
   };
   // The content the read carried for what the store holds at `path`, when it holds `sha` there.
-  const carriedAt = (path: string, sha: string): { content?: string } => {
+  const carriedAt = (path: string, sha: string): { content?: string; versionId?: string } => {
     const entry = remote.get(path);
-    return entry?.sha === sha && entry.content !== undefined ? { content: entry.content } : {};
+    if (entry?.sha !== sha) return {};
+    return { ...(entry.content !== undefined && { content: entry.content }), ...(entry.versionId !== undefined && { versionId: entry.versionId }) };
   };
   const keep = (path: string, local: LocalFile, warn: boolean): void => {
     plan.reportOnly.push({ type: 'keep_local', path, localSha: local.sha, warn });
@@ -352,7 +378,7 @@ export function planStore(input: PlanInput): Plan {
         const refusedBefore = refused.get(r.from) === local.sha || refused.get(r.to) === local.sha;
         if (local.unpushable || refusedBefore) {
           const why = local.unpushable ?? { code: 'rejected' as const, detail: 'refused by the store' };
-          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore };
+          then = { type: 'refuse', path: r.to, localSha: local.sha, code: why.code, detail: why.detail, firstTime: !refusedBefore, memoryId: r.memoryId };
         } else then = { type: 'update', path: r.to, localSha: local.sha, memoryId: r.memoryId, expectedRemoteSha: r.remoteSha };
         break;
       }
@@ -368,6 +394,7 @@ export function planStore(input: PlanInput): Plan {
       default:
         break;
     }
+    const versionId = remote.get(r.to)?.id === r.memoryId ? remote.get(r.to)?.versionId : undefined;
     plan.transfers.push({
       type: 'rename_local',
       path: r.to,
@@ -375,6 +402,7 @@ export function planStore(input: PlanInput): Plan {
       memoryId: r.memoryId,
       expectLocal: local.sha,
       baseSha: r.baseSha,
+      ...(versionId !== undefined && { versionId }),
       ...(r.alreadyMoved && { alreadyMoved: true as const }),
       ...(then && { then }),
     });
@@ -444,6 +472,7 @@ export function planStore(input: PlanInput): Plan {
             remoteSha: cell.remote.sha,
             localSha: cell.local.sha,
             ...(cell.remote.content !== undefined && { content: cell.remote.content }),
+            ...(cell.remote.versionId !== undefined && { versionId: cell.remote.versionId }),
           }),
         );
         break;
@@ -481,7 +510,7 @@ export function planStore(input: PlanInput): Plan {
         // is corroborated (absence.ts): a listing can miss a memory that is still there.
         const memoryId = input.baselineIds?.get(path);
         const verdict = judgeAbsence(path, memoryId, absence);
-        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha });
+        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha, ...(memoryId !== undefined && { memoryId }) });
         else {
           plan.absentFrom.set(path, verdict.firstListing);
           unconfirmed.push({ path, expectLocal: cell.local.sha, memoryId });

@@ -15,7 +15,7 @@ export interface RemoteIndex {
 }
 
 export function indexRemote(
-  memories: Iterable<Pick<StoreMemory, 'id' | 'path' | 'content_sha256'>>,
+  memories: Iterable<Pick<StoreMemory, 'id' | 'path' | 'content_sha256' | 'memory_version_id'>>,
   opts: { caseInsensitiveDisk?: boolean } = {},
 ): RemoteIndex {
   const remote = new Map<string, RemoteEntry>();
@@ -34,7 +34,8 @@ export function indexRemote(
       skipped.push({ path: memory.path, code: 'case_clash', reason: `differs only in case from ${twin}, and this disk ignores case` });
     }
     else {
-      remote.set(memory.path, { id: memory.id, sha: memory.content_sha256 });
+      const versionId = memory.memory_version_id;
+      remote.set(memory.path, { id: memory.id, sha: memory.content_sha256, ...(typeof versionId === 'string' && { versionId }) });
       byFoldedPath.set(folded, memory.path);
     }
   }

@@ -30,12 +30,15 @@ export type PassReport = Pick<
   'pulled' | 'pushed' | 'deletedLocal' | 'deletedRemote' | 'renamed' | 'conflicts' | 'refused' | 'pendingDeletions' | 'skippedPaths' | 'errors' | 'cutOff'
 >;
 
-/** A line to log (with `memory_store_id` added by the caller's logger), and optionally a `refused` event. */
+/**
+ * A line to log (with `memory_store_id` added by the caller's logger), and optionally a `refused`
+ * event (with the memory the content would have updated, when there is one).
+ */
 export interface Notice {
   level: 'debug' | 'info' | 'warn';
   message: string;
   fields: { path: string } & Record<string, unknown>;
-  refused?: { code: PathReasonCode; reason: string };
+  refused?: { code: PathReasonCode; reason: string; memoryId?: string };
 }
 
 export interface Settled {
@@ -151,7 +154,8 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
         const reason = `rejected by the store: ${result.message}`;
         state.refused.set(path, action.localSha);
         report.refused.push({ path, code: 'rejected', reason });
-        notices.push({ level: 'warn', message: 'the store rejected this file; it is not sent again until it changes', fields: { path, error: result.message }, refused: { code: 'rejected', reason } });
+        const memoryId = action.type === 'update' ? { memoryId: action.memoryId } : {};
+        notices.push({ level: 'warn', message: 'the store rejected this file; it is not sent again until it changes', fields: { path, error: result.message }, refused: { code: 'rejected', reason, ...memoryId } });
         return;
       }
       if (result.cutOff) report.cutOff.push(path);
@@ -262,7 +266,8 @@ function settleAction(action: Exclude<Action, Transfer>, state: SettledState, re
       state.refused.set(path, action.localSha);
       report.refused.push({ path, code: action.code, reason: action.detail });
       if (action.firstTime) {
-        notices.push({ level: 'warn', message: `not pushed: file ${action.detail}`, fields: { path }, refused: { code: action.code, reason: action.detail } });
+        const memoryId = action.memoryId !== undefined ? { memoryId: action.memoryId } : {};
+        notices.push({ level: 'warn', message: `not pushed: file ${action.detail}`, fields: { path }, refused: { code: action.code, reason: action.detail, ...memoryId } });
       }
       return;
 

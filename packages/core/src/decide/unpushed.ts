@@ -74,11 +74,15 @@ const CHANGE_TEXT: Record<LocalChange, string> = {
  * is a change of unknown content (SPEC 6.6), never "nothing to push": it is named with the code
  * `unreadable`. A flush that could not read the folder at all (`folder_unreadable`: the folder or
  * its marker) names the folder itself, `/`. Finalize keeps a folder with either (`keptUnread`).
+ *
+ * `memoryIds` (path -> the memory the baseline was agreed with) names the memory of each path
+ * that has one: the memory the change would have gone to.
  */
 export function unpushedChanges(
   flush: StoreSyncReport,
   baseline: ReadonlyMap<string, string>,
   lastScan: LastScan | null,
+  memoryIds: ReadonlyMap<string, string> = new Map(),
 ): UnpushedReport[] {
   if (flush.access !== 'read_write') return [];
   const differences = lastScan
@@ -86,7 +90,9 @@ export function unpushedChanges(
     : [];
   const named = new Map<string, UnpushedReport>();
   const name = (path: string | undefined, code: UnpushedReport['code'], reason: string) => {
-    if (path !== undefined && !named.has(path)) named.set(path, { path, code, reason });
+    if (path === undefined || named.has(path)) return;
+    const memoryId = memoryIds.get(path);
+    named.set(path, { path, code, reason, ...(memoryId !== undefined && { memoryId }) });
   };
   if (!flushPlanned(flush)) {
     // The store's own code says why nothing of it was pushed (a time bound, a failed listing, a wipe).

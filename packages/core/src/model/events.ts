@@ -32,6 +32,13 @@ export interface MounterEvents {
   pushed: [TransferEvent];
   /** A file was removed locally (`side: 'local'`, its memory was deleted in the store) or a memory in the store (`'remote'`). */
   deleted: [PathEvent & { side: 'local' | 'remote' }];
+  /**
+   * One memory now at a new path, its id and history kept, nothing transferred: the file was
+   * moved on disk after the store renamed the memory (`side: 'local'`), or the memory was renamed
+   * in the store after the agent moved the file (`'remote'`). `path` and `hostPath` are the new
+   * place, `from` the old one (wire form).
+   */
+  renamed: [RenamedEvent];
   /** Local content that is not pushed: not UTF-8, too large, rejected by the store, or a read-only store's edit. */
   refused: [PathEvent & { code: PathReasonCode; reason: string }];
   /** Progress of `materialize()` (memories downloaded) and `finalize()` (planned transfers done: pulls, pushes, deletes), per store. */
@@ -50,8 +57,11 @@ export interface PathEvent {
   /** Where the file lies on the host. */
   hostPath: string;
   /**
-   * The memory's id in the store (`mem_…`), when the engine knows which memory this path is:
-   * set on `materialize()`'s `pulled` events. Absent where it is not known for certain.
+   * The memory's id in the store (`mem_…`), when the engine knows for certain which memory this
+   * path is: the memory pulled, pushed (the id the store's answer named), deleted, renamed, or
+   * whose store version wins a conflict; for `refused`, the memory the refused content would
+   * have updated. Absent where no memory is involved (a new file refused) or none is known (a
+   * local deletion of a path whose memory id was never learned).
    */
   memoryId?: string;
 }
@@ -59,11 +69,33 @@ export interface PathEvent {
 export interface TransferEvent extends PathEvent {
   /** sha256 (lowercase hex) of the content written or sent. */
   sha: string;
-  /** The id of the memory version written to disk or created by the push, when the store said. */
+  /**
+   * The id (`memver_…`) of the memory version written to disk, or created by the push, when the
+   * store said which: its answer to the fetch or the write, or the listing or change feed the
+   * pass read the memory from. Absent when the store's client gave none.
+   */
+  versionId?: string;
+}
+
+export interface RenamedEvent extends PathEvent {
+  /** The old path, wire form. */
+  from: string;
+  side: 'local' | 'remote';
+  /** sha256 of the content, the same at both paths. */
+  sha: string;
+  /**
+   * The memory version that holds the memory at its new path, when the store said: the answer
+   * to the rename (`remote`), or the listing or feed that showed it (`local`).
+   */
   versionId?: string;
 }
 
 export interface ConflictEvent extends PathEvent {
+  /**
+   * The store's version, the winner, when the store said which (`memver_…`); `memoryId` is its
+   * memory. The loser is local content that no version holds: `localSha` names it.
+   */
+  versionId?: string;
   /** sha256 of the store's version, the one that wins and is written over the file. */
   storeSha: string;
   /** sha256 of the local content that loses. */
@@ -88,10 +120,11 @@ export interface StoreEvents {
   /** Where a wire path lies on the host. */
   hostPath(path: string): string;
   conflict(e: Omit<ConflictEvent, 'memoryStoreId' | 'hostPath'>): void;
-  pulled(e: { path: string; sha: string; reason: 'remote_change' | 'restore' | 'conflict' }): void;
-  pushed(e: { path: string; sha: string }): void;
-  deleted(e: { path: string; side: 'local' | 'remote' }): void;
-  refused(e: { path: string; code: PathReasonCode; reason: string }): void;
+  pulled(e: Omit<TransferEvent, 'memoryStoreId' | 'hostPath'> & { reason: 'remote_change' | 'restore' | 'conflict' }): void;
+  pushed(e: Omit<TransferEvent, 'memoryStoreId' | 'hostPath'>): void;
+  deleted(e: Omit<PathEvent, 'memoryStoreId' | 'hostPath'> & { side: 'local' | 'remote' }): void;
+  renamed(e: Omit<RenamedEvent, 'memoryStoreId' | 'hostPath'>): void;
+  refused(e: Omit<PathEvent, 'memoryStoreId' | 'hostPath'> & { code: PathReasonCode; reason: string }): void;
   /** Counts of the current phase; dropped outside materialize and finalize. */
   progress(done: number, total: number): void;
 }

@@ -23,6 +23,8 @@ export interface UnpushedReport {
   path: string;
   code: ReasonCode;
   reason: string;
+  /** The memory the change would have gone to, when the path has one the engine knows (`mem_…`); absent for a new file. */
+  memoryId?: string;
 }
 
 /**
@@ -43,6 +45,26 @@ export type StoreRead =
   | { kind: 'feed'; versions: number; changed: number }
   | { kind: 'listing'; reason: FullListingReason; memories: number }
   | { kind: 'reused' };
+
+/**
+ * The store requests a pass cost, counted where the engine calls the host's `StoreClient`: each
+ * attempt of a call is one request, and a listing (the memories, the change feed, a folder) one
+ * per page it read. A client that does not say when it requests a page (`onPage` in a listing's
+ * options) has its pages counted as the service pages them: 100 items a page, 20 with content.
+ */
+export interface StoreRequests {
+  /** Every request: `reads` + `writes`. */
+  total: number;
+  /** Listing pages, change-feed pages and fetches (`get`). */
+  reads: number;
+  /** Creates, updates (renames included) and deletes. */
+  writes: number;
+  /**
+   * How many of `total` repeated an attempt that failed `unavailable` (a listing tried again counts
+   * each page it read again).
+   */
+  retries: number;
+}
 
 /**
  * What one pass did to one store. Paths are in wire form (`/notes/a.md`). Plain data: safe to
@@ -95,6 +117,12 @@ export interface StoreSyncReport {
    * (skipped, failed before reading) or re-downloaded the store (a full listing with contents).
    */
   read?: StoreRead;
+  /**
+   * The store requests this pass sent (its reads, writes and retries, a re-download included), up
+   * to the moment the report was made: zero for a pass that read nothing, such as a `reused` read
+   * that wrote nothing.
+   */
+  requests: StoreRequests;
 }
 
 /** What `reconcile()` (or one of finalize's passes) did, store by store. */

@@ -128,6 +128,8 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
   // newer than the listing's: what is written is what is recorded).
   let content = action.content;
   let expectedSha = action.remoteSha;
+  // The version the content is, for the listeners: the fetch's answer when there is one.
+  let versionId = action.versionId;
   if (content === undefined) {
     const memory = await storeCall(io.client.get(io.memoryStoreId, action.memoryId, { signal: io.signal }));
     learned.push({ kind: 'memory', memory });
@@ -135,6 +137,7 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
     if (typeof memory.content !== 'string') throw new StoreError('rejected', 'the store returned no content');
     content = memory.content;
     expectedSha = memory.content_sha256;
+    versionId = typeof memory.memory_version_id === 'string' ? memory.memory_version_id : undefined;
   }
   const bytes = encodeUtf8(content);
   if (bytes.byteLength > MAX_MEMORY_BYTES) {
@@ -144,7 +147,7 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
   if (sha !== expectedSha) throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
 
   try {
-    return await place(io, action, bytes, sha);
+    return await place(io, action, bytes, { sha, ...(versionId !== undefined && { versionId }) });
   } catch (err) {
     if (err instanceof FolderRefusal) return skipped(err.code, `not written: ${err.message}`);
     // One name the disk cannot hold never fails the rest.
@@ -154,9 +157,14 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
   }
 }
 
-/** The disk half of a pull: `bytes` (of `sha`) written at the action's path, if it still is as planned. */
-async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string): Promise<Result> {
+/**
+ * The disk half of a pull: `bytes` (of `written.sha`, held by the store's version
+ * `written.versionId` when known) written at the action's path, if it still is as planned.
+ */
+async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, written: { sha: string; versionId?: string }): Promise<Result> {
   const { path } = action;
+  const { sha } = written;
+  const ids = { memoryId: action.memoryId, ...(written.versionId !== undefined && { versionId: written.versionId }) };
   // In a folder being materialized nothing is expected anywhere, and the write's own
   // only-if-absent check refuses whatever is there (`taken`): reading first would only repeat it.
   const now: LocalRead = io.materializing && action.expectLocal === null ? { kind: 'absent' } : await io.folder.read(path);
@@ -169,7 +177,7 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
   // The loser of a conflict goes to the listeners (and the conflict copy) before it is replaced;
   // a loser that cannot be copied is not replaced (SPEC 6.6).
   if (isConflictResolution(action) && now.kind === 'file' && now.bytes) {
-    const kept = await handOverLoser(io, path, sha, now.sha, now.bytes);
+    const kept = await handOverLoser(io, { path, storeSha: sha, ...ids }, now.sha, now.bytes);
     if (kept) return kept;
   }
   // A loser the engine may not read (over the size limit, hard-linked) cannot be handed over nor
@@ -185,7 +193,7 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, sha: string):
     // What is replaced must still be the file just read: an edit since is the next pass's.
     ...(now.kind === 'file' && { ifStill: now.stat }),
   });
-  io.events?.pulled({ path, sha, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
+  io.events?.pulled({ path, sha, ...ids, reason: action.reason === 'conflict' || action.reason === 'restore' ? action.reason : 'remote_change' });
   return { kind: 'done', sha };
 }
 
@@ -211,7 +219,7 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
         // deleted the memory after it: the content was pushed, and the deletion is the store's
         // latest word. Nothing is re-created; the next pass follows the deletion on disk.
         learned.push({ kind: 'deleted', memoryId: action.memoryId });
-        io.events?.pushed({ path, sha: action.localSha });
+        io.events?.pushed({ path, sha: action.localSha, memoryId: action.memoryId });
         return { kind: 'done', sha: action.localSha };
       }
       // Deleted in the store since the listing: the file is the only copy, so re-create it.
@@ -222,7 +230,7 @@ async function push(io: ApplyIO, action: Update | Create, learned: RemoteChange[
     written = await create();
   }
   learned.push({ kind: 'memory', memory: written });
-  io.events?.pushed({ path, sha: action.localSha });
+  io.events?.pushed({ path, sha: action.localSha, ...idsOf(written) });
   // The baseline takes the sha we sent: if the store normalised the content, its listing then
   // differs from the baseline and the next pass pulls the store's version.
   return { kind: 'done', sha: action.localSha };
@@ -281,7 +289,13 @@ async function contentToPush(io: ApplyIO, action: Update | Create): Promise<stri
  * event is emitted, and the caller leaves the file as it is, so the next pass decides again
  * (SPEC 6.6). Null: handed over.
  */
-async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localSha: string, bytes: Uint8Array): Promise<Result | null> {
+async function handOverLoser(
+  io: ApplyIO,
+  winner: { path: string; storeSha: string; memoryId?: string; versionId?: string },
+  localSha: string,
+  bytes: Uint8Array,
+): Promise<Result | null> {
+  const { path } = winner;
   const events = io.events;
   if (!events) return null;
   let copyPath: string | null = null;
@@ -296,7 +310,7 @@ async function handOverLoser(io: ApplyIO, path: string, storeSha: string, localS
     copyPath = events.hostPath(copy);
     io.logger.info('conflict copy written: the local edit is kept beside the file, never synced', { path, copy });
   }
-  events.conflict({ path, storeSha, localSha, localContent: bytes, copyPath });
+  events.conflict({ ...winner, localSha, localContent: bytes, copyPath });
   return null;
 }
 
@@ -314,7 +328,13 @@ export async function handOverNotedConflicts(io: ApplyIO, notes: readonly Report
     try {
       const now = await io.folder.read(note.path);
       if (now.kind !== 'file' || !now.bytes) continue;
-      const kept = await handOverLoser(io, note.path, note.storeSha, now.sha, now.bytes);
+      const winner = {
+        path: note.path,
+        storeSha: note.storeSha,
+        ...(note.memoryId !== undefined && { memoryId: note.memoryId }),
+        ...(note.versionId !== undefined && { versionId: note.versionId }),
+      };
+      const kept = await handOverLoser(io, winner, now.sha, now.bytes);
       if (kept?.kind === 'skipped') io.logger.warn('conflict copy could not be written; the local file is kept', { path: note.path, detail: kept.detail });
     } catch (err) {
       io.logger.warn('conflict loser could not be read to hand over; the local file is kept', { path: note.path, error: err instanceof Error ? err.message : String(err) });
@@ -343,7 +363,8 @@ async function deleteLocal(io: ApplyIO, action: DeleteLocal, learned: RemoteChan
     if (err instanceof FolderRefusal) return skipped(err.code, `not deleted: ${err.message}`);
     throw err;
   }
-  io.events?.deleted({ path: action.path, side: 'local' });
+  const memoryId = action.corroborate?.memoryId ?? action.memoryId;
+  io.events?.deleted({ path: action.path, side: 'local', ...(memoryId !== undefined && { memoryId }) });
   return { kind: 'done' };
 }
 
@@ -371,7 +392,7 @@ async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteCh
     notFound = true;
   }
   learned.push({ kind: 'deleted', memoryId: action.memoryId, ...(notFound && { notFound }) });
-  io.events?.deleted({ path, side: 'remote' });
+  io.events?.deleted({ path, side: 'remote', memoryId: action.memoryId });
   return { kind: 'done' };
 }
 
@@ -430,6 +451,7 @@ async function renameLocal(io: ApplyIO, action: RenameLocal): Promise<Result> {
     if (there.kind !== 'file' || there.sha !== action.expectLocal || back !== null) {
       return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');
     }
+    renamedLocally(io, action);
     return { kind: 'done', sha: action.baseSha };
   }
   const now = await io.folder.read(from);
@@ -440,7 +462,20 @@ async function renameLocal(io: ApplyIO, action: RenameLocal): Promise<Result> {
     if (err instanceof FolderRefusal) return skipped(err.code, `not moved from ${from}: ${err.message}`);
     throw err;
   }
+  renamedLocally(io, action);
   return { kind: 'done', sha: action.baseSha };
+}
+
+/** The `renamed` event of a rename followed on disk: the file holds the baseline's content at its new path. */
+function renamedLocally(io: ApplyIO, action: RenameLocal): void {
+  io.events?.renamed({
+    path: action.path,
+    from: action.from,
+    side: 'local',
+    sha: action.baseSha,
+    memoryId: action.memoryId,
+    ...(action.versionId !== undefined && { versionId: action.versionId }),
+  });
 }
 
 /**
@@ -466,7 +501,13 @@ async function renameRemote(io: ApplyIO, action: RenameRemote, learned: RemoteCh
     throw err;
   }
   learned.push({ kind: 'memory', memory: written });
+  io.events?.renamed({ path, from, side: 'remote', sha, ...idsOf(written) });
   return { kind: 'done', sha };
+}
+
+/** The memory and version a write's answer named, for its event (a version only when the client returned one). */
+function idsOf(written: StoreMemory): { memoryId: string; versionId?: string } {
+  return { memoryId: written.id, ...(typeof written.memory_version_id === 'string' && { versionId: written.memory_version_id }) };
 }
 
 function failure(io: ApplyIO, err: unknown): Result {

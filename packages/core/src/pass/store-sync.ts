@@ -13,7 +13,7 @@ import type { StoreReasonCode } from '../model/reasons.js';
 import type { ListingPolicy } from '../decide/feed-fold.js';
 import { alignLocalCase, indexRemote, type RemoteIndex } from '../decide/remote-index.js';
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from '../remote/remote-view.js';
-import type { PathReport, StoreSyncReport } from '../model/reports.js';
+import type { PathReport, StoreRequests, StoreSyncReport } from '../model/reports.js';
 import { scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from '../local/scan.js';
 import { emptyPassReport, settle, type PassReport, type Settled } from '../decide/settle.js';
 import type { StoreClient } from '../remote/store-client.js';
@@ -23,6 +23,7 @@ import { emptySyncState, type RecordedState, type SyncState } from '../model/syn
 import type { LastScan } from '../decide/unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
+import { noRequests, requestsBetween } from '../remote/request-count.js';
 import { WarningDigest, type PathWarning } from '../decide/warning-digest.js';
 import { CONTRADICTIONS, REREAD_DELAYS_MS } from '../decide/retry-policy.js';
 import { clearedByRedownload, takeUpAgreed } from '../decide/redownload-rule.js';
@@ -62,6 +63,11 @@ export interface StoreSyncDeps {
   beforeSend?: (path: string, sha: string) => Promise<void>;
   /** Events of this store (`mounter.on`); absent: none. */
   events?: StoreEvents;
+  /**
+   * The requests `client` has sent to this store so far (the engine's count, request-count.ts):
+   * a pass's report says what it cost by reading it before and after.
+   */
+  requests: () => StoreRequests;
   /**
    * The filesystem's folder watch (`FileSystem.watchDir`), when it has one: ordinary passes then
    * list only the folders it says changed, with a full scan every `FULL_SCAN_EVERY_PASSES`
@@ -188,6 +194,15 @@ export class StoreSync {
 
   get folder(): StoreFolder {
     return this.#folder;
+  }
+
+  /**
+   * The version the store's side as last read says holds `sha` at `path` (the listing's or feed's
+   * version id), or undefined when it holds something else there or did not say.
+   */
+  knownVersion(path: string, sha: string): string | undefined {
+    const entry = this.#remote.known(this.#caseInsensitive).remote.get(path);
+    return entry?.sha === sha ? entry.versionId : undefined;
   }
 
   /** Every folder watch stops (the folder is closed or removed): later scans, if any, are full. */
@@ -343,8 +358,12 @@ export class StoreSync {
 
   async pass(opts: PassOptions): Promise<StoreSyncReport> {
     this.#pool.begin();
+    const before = this.deps.requests();
     try {
-      return await this.#passAndRetries(opts);
+      const report = await this.#passAndRetries(opts);
+      // Every request of the pass, the reads again of a final pass included (#passAndRetries).
+      report.requests = requestsBetween(before, this.deps.requests());
+      return report;
     } finally {
       this.#pool.end();
     }
@@ -618,7 +637,7 @@ export class StoreSync {
     for (const notice of settled.notices) {
       if (notice.level !== 'debug' && (notice.fields.error !== undefined || notice.refused)) lasting.push({ ...notice, level: notice.level });
       else logger[notice.level](notice.message, notice.fields);
-      if (notice.refused) events?.refused({ path: notice.fields.path, code: notice.refused.code, reason: notice.refused.reason });
+      if (notice.refused) events?.refused({ path: notice.fields.path, ...notice.refused });
     }
     this.#transferWarnings.say(lasting);
     return settled.report;
@@ -747,7 +766,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 /** The events of a download: its progress, and no transfer news. */
 function progressOnly(events: StoreEvents): StoreEvents {
   const quiet = () => undefined;
-  return { ...events, conflict: quiet, pulled: quiet, pushed: quiet, deleted: quiet, refused: quiet };
+  return { ...events, conflict: quiet, pulled: quiet, pushed: quiet, deleted: quiet, renamed: quiet, refused: quiet };
 }
 
 /** Ends a store's pass early: its status and why, as a code and in words. */
@@ -770,6 +789,7 @@ export function emptyReport(mount: MountedStore): StoreSyncReport {
     access: mount.access,
     status: 'synced',
     ...emptyPassReport(),
+    requests: noRequests(),
   };
 }
 

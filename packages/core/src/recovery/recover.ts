@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from '../remote/bounded-store-client.js';
+import { RequestCounter } from '../remote/request-count.js';
 import { MemoryConfigError } from '../model/errors.js';
 import { errorCode, type DirHandle, type FileSystem } from '../local/file-system.js';
 import { MARKER_FILE } from '../model/limits.js';
@@ -71,7 +72,11 @@ const STALE_TEMP_MS = 60_000;
 
 interface Context {
   fs: FileSystem;
-  client: StoreClient;
+  /**
+   * The engine's client for one record's store, counting its requests on `requests`: one each,
+   * since records are recovered in parallel and two may name one store.
+   */
+  client: (requests: RequestCounter) => StoreClient;
   stateDir: string;
   memoryRoot: string;
   logger: Logger;
@@ -105,7 +110,7 @@ export async function recoverStores(options: RecoverOptions): Promise<RecoveryRe
   const deadline = timeBound('finalSyncTimeout', resolved.finalSyncTimeoutMs);
   const ctx: Context = {
     fs,
-    client: new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger }),
+    client: (requests) => new BoundedStoreClient(resolved.storeClient, { requestTimeoutMs: resolved.requestTimeoutMs, logger, requests }),
     stateDir,
     memoryRoot,
     logger,
@@ -273,8 +278,10 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
 
     const recorder = new MountRecord(ctx.fs, ctx.stateDir, record.memory_root, mount, logger);
     recorder.restore(record);
+    const requests = new RequestCounter();
     const store = new StoreSync(mount, folder, {
-      client: ctx.client,
+      client: ctx.client(requests),
+      requests: () => requests.of(mount.memoryStoreId),
       // Each push is in the record before it goes out: a recover cut off mid-push leaves a
       // record whose next recover takes that write for ours, not for a remote edit.
       beforeSend: (path, sha) => recorder.beforeSend(path, sha),
@@ -313,7 +320,7 @@ async function recoverOne(ctx: Context, file: string, record: StateRecord): Prom
       entry.deletionsNotSent = changes.filter((c) => c.change === 'deleted').map((c) => c.path);
     }
     const conflicts = new Set(sync.conflicts);
-    entry.unpushed = unpushedChanges(sync, store.state.baseline, scan).filter((u) => !conflicts.has(u.path));
+    entry.unpushed = unpushedChanges(sync, store.state.baseline, scan, store.state.baselineIds).filter((u) => !conflicts.has(u.path));
     // Content the store refuses (not UTF-8, too large) will never go: named above, and not a
     // reason to keep the folder, which would strand its mount path on every run. A path that
     // could not be read is named (code `unreadable`) and does keep it: its content is unknown.

@@ -1,8 +1,11 @@
 import { asStoreError, StoreError } from '../model/errors.js';
+import { LIST_PAGE_SIZE, LIST_PAGE_SIZE_WITH_CONTENT } from '../model/limits.js';
+import type { RequestCounter } from './request-count.js';
 import type {
   StoreClient,
   StoreFolderEntry,
   StoreListFolderOptions,
+  StoreListingOptions,
   StoreListVersionsOptions,
   StoreMemory,
   StoreMemoryVersion,
@@ -44,6 +47,10 @@ import { CALL_BACKOFF_BASE_MS, CALL_BACKOFF_MAX_MS, callBackoffMs, repeatRule, t
  * (however the service treats an update that changes nothing); a repeated guarded `delete` that
  * meets `not_found` is reported as such (the engine takes it as done), and one that meets
  * `precondition_failed` is an answer (our own delete would have left nothing to compare).
+ *
+ * Counted (`requests`): each attempt's requests, by store, as the attempt ends: a call made is
+ * one, a listing one per page (see `collect`), and an attempt after the first counts as retries.
+ * That is what each pass report's `requests` is made of.
  */
 export interface BoundedStoreClientOptions {
   requestTimeoutMs: number;
@@ -66,6 +73,8 @@ export interface BoundedStoreClientOptions {
   retryUntil?: (storeId: string) => number | undefined;
   /** The clock `retryUntil` is on. Default `performance.now`. */
   monotonicMs?: () => number;
+  /** Where each attempt's requests are counted, per store, as the attempt ends. */
+  requests?: RequestCounter;
 }
 
 type Operation = StoreOperation;
@@ -80,6 +89,7 @@ export class BoundedStoreClient implements StoreClient {
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly #retryUntil: (storeId: string) => number | undefined;
   readonly #monotonicMs: () => number;
+  readonly #requests: RequestCounter | undefined;
 
   constructor(inner: StoreClient, options: BoundedStoreClientOptions) {
     this.#inner = inner;
@@ -91,6 +101,7 @@ export class BoundedStoreClient implements StoreClient {
     this.#sleep = options.sleep ?? abortableSleep;
     this.#retryUntil = options.retryUntil ?? (() => undefined);
     this.#monotonicMs = options.monotonicMs ?? (() => performance.now());
+    this.#requests = options.requests;
   }
 
   /**
@@ -100,46 +111,53 @@ export class BoundedStoreClient implements StoreClient {
   get listVersions(): ((storeId: string, opts?: StoreListVersionsOptions) => AsyncIterable<StoreMemoryVersion>) | undefined {
     if (!this.#inner.listVersions) return undefined;
     return (storeId, opts = {}) =>
-      this.#listing('listVersions', storeId, opts.signal, (signal) => this.#inner.listVersions!(storeId, { ...opts, signal }));
+      this.#listing('listVersions', storeId, opts, (signal, onPage) => this.#inner.listVersions!(storeId, { ...opts, signal, onPage }));
   }
 
   /** Present exactly when the host's client has it; without it the engine downloads with one `list`. */
   get listFolder(): ((storeId: string, opts?: StoreListFolderOptions) => AsyncIterable<StoreFolderEntry>) | undefined {
     if (!this.#inner.listFolder) return undefined;
     return (storeId, opts = {}) =>
-      this.#listing('listFolder', storeId, opts.signal, (signal) => this.#inner.listFolder!(storeId, { ...opts, signal }));
+      this.#listing('listFolder', storeId, opts, (signal, onPage) => this.#inner.listFolder!(storeId, { ...opts, signal, onPage }));
   }
 
   async *list(
     storeId: string,
-    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } = {},
+    opts: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } & StoreListingOptions = {},
   ): AsyncIterable<StoreMemory> {
-    const { signal, ...rest } = opts;
-    yield* this.#listing('list', storeId, signal, (attemptSignal) => this.#inner.list(storeId, { ...rest, signal: attemptSignal }));
+    yield* this.#listing('list', storeId, opts, (signal, onPage) => this.#inner.list(storeId, { ...opts, signal, onPage }));
   }
 
-  /** A listing of any kind: each attempt walks every page afresh; the items are yielded once one walk is whole. */
+  /**
+   * A listing of any kind: each attempt walks every page afresh; the items are yielded once one
+   * walk is whole. Each page the client says it requests (`onPage`) is a request of the attempt.
+   */
   async *#listing<T>(
     operation: Operation,
     storeId: string,
-    deadline: AbortSignal | undefined,
-    start: (signal: AbortSignal) => AsyncIterable<T>,
+    opts: { signal?: AbortSignal; withContent?: boolean } & StoreListingOptions,
+    start: (signal: AbortSignal, onPage: () => void) => AsyncIterable<T>,
   ): AsyncIterable<T> {
-    const items = await this.#retrying(operation, storeId, deadline, repeatRule(operation, false), (attempt) =>
-      collect(start(attempt.signal)[Symbol.asyncIterator](), attempt),
-    );
+    const pageSize = opts.withContent ? LIST_PAGE_SIZE_WITH_CONTENT : LIST_PAGE_SIZE;
+    const items = await this.#retrying(operation, storeId, opts.signal, repeatRule(operation, false), (attempt) => {
+      const onPage = () => {
+        attempt.pages++;
+        opts.onPage?.();
+      };
+      return collect(start(attempt.signal, onPage)[Symbol.asyncIterator](), attempt, pageSize);
+    });
     yield* items;
   }
 
   get(storeId: string, memoryId: string, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
     return this.#retrying('get', storeId, opts.signal, repeatRule('get', false), (attempt) =>
-      attempt.guard(() => this.#inner.get(storeId, memoryId, { signal: attempt.signal })),
+      attempt.send(() => this.#inner.get(storeId, memoryId, { signal: attempt.signal })),
     );
   }
 
   create(storeId: string, input: { path: string; content: string }, opts: { signal?: AbortSignal } = {}): Promise<StoreMemory> {
     return this.#retrying('create', storeId, opts.signal, repeatRule('create', false), (attempt) =>
-      attempt.guard(() => this.#inner.create(storeId, input, { signal: attempt.signal })),
+      attempt.send(() => this.#inner.create(storeId, input, { signal: attempt.signal })),
     );
   }
 
@@ -151,7 +169,7 @@ export class BoundedStoreClient implements StoreClient {
   ): Promise<StoreMemory> {
     const guarded = input.expected_content_sha256 !== undefined;
     return this.#retrying('update', storeId, opts.signal, repeatRule('update', guarded), (attempt) =>
-      attempt.guard(() => this.#inner.update(storeId, memoryId, input, { signal: attempt.signal })),
+      attempt.send(() => this.#inner.update(storeId, memoryId, input, { signal: attempt.signal })),
     );
   }
 
@@ -159,7 +177,7 @@ export class BoundedStoreClient implements StoreClient {
     const { signal, ...rest } = opts;
     const guarded = rest.expected_content_sha256 !== undefined;
     return this.#retrying('delete', storeId, signal, repeatRule('delete', guarded), (attempt) =>
-      attempt.guard(() => this.#inner.delete(storeId, memoryId, { ...rest, signal: attempt.signal })),
+      attempt.send(() => this.#inner.delete(storeId, memoryId, { ...rest, signal: attempt.signal })),
     );
   }
 
@@ -185,6 +203,7 @@ export class BoundedStoreClient implements StoreClient {
         failure = err;
       } finally {
         attempt.end();
+        this.#requests?.add(storeId, WRITES.has(operation) ? 'write' : 'read', attempt.requests, n > 1);
       }
       if (attempt.timedOut) {
         this.#logger?.info('store call timed out; abandoned', { memory_store_id: storeId, operation, attempt: n, timeout_ms: this.#timeoutMs });
@@ -226,6 +245,10 @@ export class BoundedStoreClient implements StoreClient {
 class Attempt {
   readonly signal: AbortSignal;
   timedOut = false;
+  /** Requests this attempt sent: a call made, or (for a listing) each page its client requested. */
+  requests = 0;
+  /** Pages a listing's client said it requested (`onPage`); see `collect`. */
+  pages = 0;
   readonly #controller = new AbortController();
   readonly #stopped: Promise<never>;
   readonly #timer: NodeJS.Timeout;
@@ -269,6 +292,14 @@ class Attempt {
     return Promise.race([inner, this.#stopped]);
   }
 
+  /** One request: the call, counted when it is made (an attempt stopped before it sends nothing). */
+  send<T>(call: () => PromiseLike<T>): Promise<T> {
+    return this.guard(() => {
+      this.requests++;
+      return call();
+    });
+  }
+
   /** Progress was made (a listing page arrived): the timeout starts again. */
   progress(): void {
     this.#timer.refresh();
@@ -280,13 +311,26 @@ class Attempt {
   }
 }
 
-/** Every memory of one listing attempt; each step must come within the attempt's timeout. */
-async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt): Promise<T[]> {
+/**
+ * Every memory of one listing attempt; each step must come within the attempt's timeout. Its
+ * requests are the pages the client said it requested; a client that said none, once the walk
+ * started, is taken to have read full pages of `pageSize`: as many as the items it yielded fill,
+ * at least one, and one more for the page a walk that failed was waiting for.
+ */
+async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt, pageSize: number): Promise<T[]> {
   const out: T[] = [];
+  let started = false;
+  let whole = false;
   try {
     for (;;) {
-      const step = await attempt.guard(() => iterator.next());
-      if (step.done) return out;
+      const step = await attempt.guard(() => {
+        started = true;
+        return iterator.next();
+      });
+      if (step.done) {
+        whole = true;
+        return out;
+      }
       out.push(step.value);
       attempt.progress();
     }
@@ -294,8 +338,13 @@ async function collect<T>(iterator: AsyncIterator<T>, attempt: Attempt): Promise
     // Ask the listing to stop, without waiting for it: a stalled one never would.
     void new Promise((resolve) => resolve(iterator.return?.())).then(undefined, () => undefined);
     throw err;
+  } finally {
+    if (attempt.pages > 0) attempt.requests = attempt.pages;
+    else if (started) attempt.requests = whole ? Math.max(1, Math.ceil(out.length / pageSize)) : Math.floor(out.length / pageSize) + 1;
   }
 }
+
+const WRITES: ReadonlySet<Operation> = new Set<Operation>(['create', 'update', 'delete']);
 
 /** A repeat's answer that an earlier attempt of unknown outcome may explain: the outcome stays unknown. */
 function stillUnknown(operation: Operation, attempts: number, answer: StoreError): StoreError {

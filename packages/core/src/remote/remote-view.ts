@@ -392,7 +392,7 @@ export class RemoteView {
 
   #indexed(caseInsensitive: boolean): RemoteIndex {
     if (this.#index?.caseInsensitive === caseInsensitive) return this.#index.index;
-    const memories = [...this.#state.memories].map(([id, m]) => ({ id, path: m.path, content_sha256: m.sha }));
+    const memories = [...this.#state.memories].map(([id, m]) => ({ id, path: m.path, content_sha256: m.sha, ...(m.versionId !== null && { memory_version_id: m.versionId }) }));
     const index = indexRemote(memories, { caseInsensitiveDisk: caseInsensitive });
     this.#index = { caseInsensitive, index };
     return index;

@@ -33,7 +33,7 @@ export interface StoreClient {
   /** Memories only (no prefix roll-ups), every page followed. */
   list(
     storeId: string,
-    opts?: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal },
+    opts?: { withContent?: boolean; pathPrefix?: string; signal?: AbortSignal } & StoreListingOptions,
   ): AsyncIterable<StoreMemory>;
   /** With content. */
   get(storeId: string, memoryId: string, opts?: { signal?: AbortSignal }): Promise<StoreMemory>;
@@ -124,7 +124,7 @@ export interface StoreMemoryVersion {
 }
 
 /** Filters of `StoreClient.listVersions`; every one given must hold. */
-export interface StoreListVersionsOptions {
+export interface StoreListVersionsOptions extends StoreListingOptions {
   /** Only versions written at or after this RFC 3339 instant (inclusive). */
   createdAtGte?: string;
   /** Only versions written at or before this RFC 3339 instant (inclusive). */
@@ -149,7 +149,7 @@ export interface StoreListVersionsOptions {
 }
 
 /** What `StoreClient.listFolder` lists. */
-export interface StoreListFolderOptions {
+export interface StoreListFolderOptions extends StoreListingOptions {
   /**
    * The folder, in wire form with a trailing `/` (`/projects/foo/`); omitted or `/` is the
    * store's root.
@@ -159,6 +159,17 @@ export interface StoreListFolderOptions {
   withContent?: boolean;
   /** Aborting fails the walk with `unavailable`, between pages or during one. */
   signal?: AbortSignal;
+}
+
+/** What every listing of a `StoreClient` may be given besides its own filters. */
+export interface StoreListingOptions {
+  /**
+   * Called as each page is requested, once per request the walk sends, so that the engine
+   * counts a pass's requests exactly (`StoreSyncReport.requests`). Optional to call: a client
+   * that never does has its pages counted by how many items it yielded (100 a page, 20 with
+   * content), as the service pages them.
+   */
+  onPage?: () => void;
 }
 
 /**

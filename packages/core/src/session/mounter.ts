@@ -11,7 +11,8 @@ import { isWithin, mountSegments } from '../model/mount-path.js';
 import { resolveKernelPath, type ReadLink } from '../local/kernel-path.js';
 import { NodeFileSystem } from '../local/node-file-system.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
-import { isoTime, type FinalizeReport, type StoreSyncReport, type SyncReport } from '../model/reports.js';
+import { isoTime, type FinalizeReport, type StoreRequests, type StoreSyncReport, type SyncReport } from '../model/reports.js';
+import { RequestCounter, requestsBetween } from '../remote/request-count.js';
 import { resolveMounts } from './resources.js';
 import { emptyReport, StoreSync, type PassOptions } from '../pass/store-sync.js';
 import { cutOffReport, finalPassOptions, passesWithin, timeBound } from './deadline.js';
@@ -86,8 +87,18 @@ export class MemoryMounter extends MounterEventEmitter {
   /** The last pass of each store (by host path), for status(). */
   readonly #last = new Map<
     string,
-    { at: number; outcome: StoreStatus['lastOutcome']; code?: StoreReasonCode; reason?: string; pendingDeletions: string[]; pulled: string[] }
+    {
+      at: number;
+      outcome: StoreStatus['lastOutcome'];
+      code?: StoreReasonCode;
+      reason?: string;
+      pendingDeletions: string[];
+      pulled: string[];
+      requests: StoreRequests;
+    }
   >();
+  /** Every store request this mounter's client sent, per store: what each pass cost (`StoreSyncReport.requests`). */
+  readonly #requests = new RequestCounter();
 
   constructor(options: MemoryMounterOptions) {
     super();
@@ -98,6 +109,7 @@ export class MemoryMounter extends MounterEventEmitter {
       requestTimeoutMs: this.#options.requestTimeoutMs,
       logger: this.#options.logger,
       retryUntil: (storeId) => this.#retryUntil.get(storeId),
+      requests: this.#requests,
     });
     this.#transfers = new FairSlots(this.#options.transferConcurrency);
   }
@@ -152,6 +164,7 @@ export class MemoryMounter extends MounterEventEmitter {
         ...(last?.reason !== undefined && { lastReason: last.reason }),
         nextPassDueAt: next === null ? null : isoTime(next),
         pendingLocalChanges: pendingLocalChanges(store.state, store.lastScan, last?.pulled ?? []),
+        lastRequests: last ? { ...last.requests } : null,
         pendingDeletions: [...(last?.pendingDeletions ?? [])],
         distrusted: store.state.distrusted,
         backoff:
@@ -177,6 +190,7 @@ export class MemoryMounter extends MounterEventEmitter {
       pulled: (e) => this.emit('pulled', { ...at(e.path), ...e }),
       pushed: (e) => this.emit('pushed', { ...at(e.path), ...e }),
       deleted: (e) => this.emit('deleted', { ...at(e.path), ...e }),
+      renamed: (e) => this.emit('renamed', { ...at(e.path), ...e }),
       refused: (e) => this.emit('refused', { ...at(e.path), ...e }),
       progress: (done, total) => {
         if (this.#progressPhase) this.emit('progress', { phase: this.#progressPhase, memoryStoreId, done, total });
@@ -285,6 +299,7 @@ export class MemoryMounter extends MounterEventEmitter {
               beforeSend: (path: string, sha: string) => record.beforeSend(path, sha),
             }),
             events: this.storeEvents(mount),
+            requests: () => this.#requests.of(mount.memoryStoreId),
             ...(fs.watchDir && { watchDir: fs.watchDir.bind(fs) }),
           }),
         );
@@ -352,7 +367,10 @@ export class MemoryMounter extends MounterEventEmitter {
     if (this.#phase === 'materializing') this.#phase = 'mounted';
     this.#lastSyncAt = this.#options.monotonicNow();
     const downloadedAt = this.#options.now();
-    for (const store of stores) this.#last.set(store.mount.path, { at: downloadedAt, outcome: 'downloaded', pendingDeletions: [], pulled: [] });
+    // Nothing was sent to these stores before their download: its requests are all there are.
+    for (const store of stores) {
+      this.#last.set(store.mount.path, { at: downloadedAt, outcome: 'downloaded', pendingDeletions: [], pulled: [], requests: this.#requests.of(store.mount.memoryStoreId) });
+    }
     for (const store of stores) {
       logger.info('mounted', { memory_store_id: store.mount.memoryStoreId, path: store.mount.path, memories: store.state.baseline.size });
     }
@@ -364,20 +382,23 @@ export class MemoryMounter extends MounterEventEmitter {
    * One `pulled` event (`reason: 'download'`) per memory materialize wrote, in path order. Told
    * only once every store has downloaded: a materialize that fails removes what it wrote, and
    * a listener must not have been told of files the agent never gets. The baseline is what was
-   * written; its ids come from the listing the download used.
+   * written; its ids (memory and version) come from the listing the download used.
    */
   private announceDownload(store: StoreSync): void {
     const { memoryStoreId, path: root } = store.mount;
     const { baseline, baselineIds } = store.state;
     for (const path of [...baseline.keys()].sort()) {
       const memoryId = baselineIds.get(path);
+      const sha = baseline.get(path)!;
+      const versionId = store.knownVersion(path, sha);
       this.emit('pulled', {
         memoryStoreId,
         path,
         hostPath: `${root}${path}`,
-        sha: baseline.get(path)!,
+        sha,
         reason: 'download',
         ...(memoryId !== undefined && { memoryId }),
+        ...(versionId !== undefined && { versionId }),
       });
     }
   }
@@ -547,7 +568,7 @@ export class MemoryMounter extends MounterEventEmitter {
     for (const s of report.flush.stores) {
       const store = this.#stores.find((candidate) => candidate.mount.memoryStoreId === s.memoryStoreId);
       if (!store) continue;
-      for (const u of unpushedChanges(s, store.state.baseline, store.lastScan)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
+      for (const u of unpushedChanges(s, store.state.baseline, store.lastScan, store.state.baselineIds)) report.unpushed.push({ memoryStoreId: s.memoryStoreId, ...u });
     }
     // Cut short (the deadline, or the caller's signal) before any final scan of a folder ended:
     // what changed there since the last pass was never seen, so nothing can be named and the
@@ -735,6 +756,8 @@ export class MemoryMounter extends MounterEventEmitter {
     const startedAt = this.#options.now();
     this.noticeWallJump();
     const decisions = this.#stores.map((store) => (ordinary ? this.breakerStart(store, pass.now) : 'run'));
+    const requestsBefore = this.#stores.map((store) => this.#requests.of(store.mount.memoryStoreId));
+    const requestsSoFar = (i: number) => requestsBetween(requestsBefore[i]!, this.#requests.of(this.#stores[i]!.mount.memoryStoreId));
     const stillWinding = this.#straggling !== null;
     const pending = this.#stores.map((store, i) =>
       stillWinding
@@ -743,9 +766,10 @@ export class MemoryMounter extends MounterEventEmitter {
           ? Promise.resolve(this.backingOff(store))
           : store.pass(decisions[i] === 'probe' ? { ...pass, probe: true } : pass),
     );
-    // If a time bound fires (or already has), the passes get a moment to wind down, then are left.
+    // If a time bound fires (or already has), the passes get a moment to wind down, then are left,
+    // each with the requests it had sent by then.
     const within = await passesWithin(pending, pass.signal);
-    const stores = this.#stores.map((store, i) => within.reports[i] ?? cutOffReport(store.mount));
+    const stores = this.#stores.map((store, i) => within.reports[i] ?? { ...cutOffReport(store.mount), requests: requestsSoFar(i) });
     if (within.interrupted) {
       const straggling = Promise.allSettled(pending).then(() => {
         if (this.#straggling === straggling) this.#straggling = null;
@@ -765,6 +789,7 @@ export class MemoryMounter extends MounterEventEmitter {
         ...(s.reason !== undefined && { reason: s.reason }),
         pendingDeletions: [...s.pendingDeletions],
         pulled: [...s.pulled],
+        requests: { ...s.requests },
       });
     }
     logSummary(this.#options.logger, report);
@@ -925,6 +950,8 @@ function logSummary(logger: ResolvedOptions['logger'], report: SyncReport): void
       deleted_remote: s.deletedRemote.length,
       conflicts: s.conflicts.length,
       errors: s.errors.length,
+      requests: s.requests.total,
+      retries: s.requests.retries,
     };
     logger.debug('store synced', counts);
   }

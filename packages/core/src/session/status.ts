@@ -1,5 +1,5 @@
 import type { StoreReasonCode } from '../model/reasons.js';
-import type { StoreSyncReport } from '../model/reports.js';
+import type { StoreRequests, StoreSyncReport } from '../model/reports.js';
 import type { SyncState } from '../model/sync-state.js';
 import { localChanges, type LastScan } from '../decide/unpushed.js';
 import type { Access } from '../model/types.js';
@@ -25,6 +25,11 @@ export interface StoreStatus {
    * download for a fresh mount: 0). Deletion candidates are in `pendingDeletions`, not here.
    */
   pendingLocalChanges: number;
+  /**
+   * The store requests the last pass (or the materialize download) cost, as its report says
+   * (`StoreSyncReport.requests`); null before materialize.
+   */
+  lastRequests: StoreRequests | null;
   /** Local deletions not sent yet (grace period, cap, `log_only` or `disabled`), from the last pass. */
   pendingDeletions: string[];
   /** Why the folder is no longer trusted (the folder is never synced again); null while trusted. */

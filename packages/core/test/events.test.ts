@@ -24,6 +24,25 @@ async function mounted(files: Record<string, string>, extra: { conflictCopies?: 
 }
 
 describe('events', () => {
+  it("a pass's transfer events are told once the pass has done all its transfers (at its commit), not as each lands", async () => {
+    const { client, fs, mounter } = await mounted({ '/a.md': 'a\n', '/b.md': 'b\n' });
+    fs.vol.writeFileSync(`${DIR}/a.md`, 'a, edited\n');
+    fs.vol.writeFileSync(`${DIR}/b.md`, 'b, edited\n');
+    // b's update lands a moment after a's.
+    const update = client.update.bind(client);
+    client.update = async (storeId, memoryId, input, opts) => {
+      if (client.memories(STORE).find((m) => m.id === memoryId)?.path === '/b.md') await new Promise((resolve) => setTimeout(resolve, 50));
+      return update(storeId, memoryId, input, opts);
+    };
+    const inStoreWhenTold: Record<string, string | undefined>[] = [];
+    mounter.on('pushed', () => void inStoreWhenTold.push({ ...client.snapshot(STORE) }));
+    const report = await mounter.reconcile({ force: true });
+    expect([...report!.stores[0]!.pushed].sort()).toEqual(['/a.md', '/b.md']);
+    expect(inStoreWhenTold).toHaveLength(2);
+    for (const seen of inStoreWhenTold) expect(seen).toEqual({ '/a.md': 'a, edited\n', '/b.md': 'b, edited\n' });
+    await mounter.finalize();
+  });
+
   it('a conflict hands the listener the exact losing bytes, before the file is replaced', async () => {
     const { client, fs, mounter } = await mounted({ '/a.md': 'base\n' });
     // Not UTF-8 on purpose: the listener gets the bytes as they are on disk, not a decoded string.

@@ -36,7 +36,7 @@ export interface ApplyIO {
   /** Aborted when a time bound runs out: no new transfer starts, calls in flight are cancelled. */
   signal: AbortSignal;
   concurrency: number;
-  /** Where the transfer events of this store go (`mounter.on`), as each one lands; absent: none. */
+  /** Where the transfers tell what happened (the pass tells listeners at its commit: `ToldAtCommit`); absent: nothing is told. */
   events?: StoreEvents;
   /** Slots shared with other stores (the session's pool of transfers); else `concurrency` slots of its own. */
   slots?: TransferSlots;

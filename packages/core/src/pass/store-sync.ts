@@ -1,4 +1,5 @@
 import { applyPlan, handOverNotedConflicts, type ApplyIO } from './apply.js';
+import { ToldAtCommit } from './told-at-commit.js';
 import type { Outcome } from '../decide/outcome.js';
 import { FairSlots, type StoreSlots } from '../remote/fair-slots.js';
 import { StoreError } from '../model/errors.js';
@@ -307,7 +308,8 @@ export class StoreSync {
     plan.skipped.push(...oversize);
     // A download's pulls are not news to listeners: only its progress is told.
     const events = this.deps.events && progressOnly(this.deps.events);
-    const outcomes = await this.#act(plan, signal, events, null, undefined, opts.materializing);
+    const acted = await this.#act(plan, signal, events, null, undefined, opts.materializing);
+    const { outcomes } = acted;
     const settled = settle(this.state, plan, outcomes);
     // The re-download rule (redownload-rule.ts): a file the agent made meanwhile at a memory's
     // place, which this download left (`taken`, `changed_during_sync`), is its edit of that memory
@@ -319,7 +321,7 @@ export class StoreSync {
       if (restored.size > 0) settled.state.baseline = new Map([...settled.state.baseline, ...restored]);
       this.#clearedBaseline = waiting;
     }
-    const report = this.#commit(settled, outcomes);
+    const report = this.#commit(settled, acted);
     this.#folder.release();
     for (const { path, code, reason } of report.skippedPaths) {
       this.warnOnce(`unmountable:${path}:${code}`, `remote memory not written: ${reason}`, { path });
@@ -555,11 +557,11 @@ export class StoreSync {
     });
     const { full, plan } = decision;
     // 3. Act: the record written before a push names the state this plan was made from.
-    const outcomes = await this.#act(plan, opts.signal, this.deps.events, decision, scanned.carried);
+    const acted = await this.#act(plan, opts.signal, this.deps.events, decision, scanned.carried);
     // 4. Fold (pure), from the state the plan was made from; 5. commit.
-    const settled = settle({ ...state, baseline: decision.baseline, unknownWrites: decision.unknownWrites }, plan, outcomes);
+    const settled = settle({ ...state, baseline: decision.baseline, unknownWrites: decision.unknownWrites }, plan, acted.outcomes);
     this.#clearedBaseline = decision.cleared;
-    mergeReport(report, this.#commit(settled, outcomes));
+    mergeReport(report, this.#commit(settled, acted));
     // The store answered something the view did not predict (a memory gone or changed that the
     // view held, a path taken that it held free): the view may be wrong in a way no version will
     // ever correct (a spurious not_found made it forget a memory that is still there), so the
@@ -582,7 +584,8 @@ export class StoreSync {
   /**
    * The act step: the plan's transfers through the executor, which returns their outcomes and
    * moves no state. `decided`: the state the plan was made from, which a record written before a
-   * push names (`recordedState`); null for a download, whose state is the one it cleared.
+   * push names (`recordedState`); null for a download, whose state is the one it cleared. What
+   * the transfers have to tell is kept for the commit (`ToldAtCommit`).
    */
   async #act(
     plan: Plan,
@@ -591,7 +594,8 @@ export class StoreSync {
     decided: Pick<PassDecision, 'baseline' | 'unknownWrites'> | null,
     carried?: LocalSnapshot['carried'],
     materializing?: boolean,
-  ): Promise<Outcome[]> {
+  ): Promise<Acted> {
+    const told = events ? new ToldAtCommit(events) : null;
     const io: ApplyIO = {
       folder: this.#folder,
       client: this.deps.client,
@@ -599,7 +603,7 @@ export class StoreSync {
       logger: this.deps.logger,
       signal,
       concurrency: this.deps.concurrency,
-      ...(events && { events }),
+      ...(told && { events: told }),
       slots: this.#pool,
       ...(carried && { carried }),
       ...(materializing && { materializing }),
@@ -611,7 +615,11 @@ export class StoreSync {
       const outcomes = await applyPlan(io, plan.transfers);
       // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
       await handOverNotedConflicts(io, plan.reportOnly);
-      return outcomes;
+      return { outcomes, told };
+    } catch (err) {
+      // No commit follows: what did happen is still told.
+      told?.tell();
+      throw err;
     } finally {
       this.#acting = null;
     }
@@ -623,13 +631,14 @@ export class StoreSync {
    * this object), the baseline's memory ids are read from what the store is now known to hold,
    * and what the fold has to say is logged and told.
    */
-  #commit(settled: Settled, outcomes: readonly Outcome[]): PassReport {
+  #commit(settled: Settled, { outcomes, told }: Acted): PassReport {
     for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
     Object.assign(this.state, settled.state);
     // What the store holds now (the listing, plus this pass's own writes and fetches) names the
     // memory behind each baseline path, for the next pass's rename detection.
     this.state.baselineIds = baselineIdsAfter(this.state.baseline, this.state.baselineIds, this.#remote.known(this.#caseInsensitive).remote);
     if (this.#remote.absenceEvidence().gone.size > 0) this.#remote.keepGone(new Set(this.state.baselineIds.values()));
+    told?.tell();
     const { logger, events } = this.deps;
     // Failures and refusals are lasting conditions: digested (a path said again only when what
     // is said about it changes). Everything else is an event of this pass, said as it happened.
@@ -679,6 +688,12 @@ export class StoreSync {
     this.state.warned.add(key);
     this.deps.logger.warn(msg, fields);
   }
+}
+
+/** What the act step hands the commit: the transfers' outcomes, and what they have to tell. */
+interface Acted {
+  outcomes: Outcome[];
+  told: ToldAtCommit | null;
 }
 
 /** What `#quiet` keeps: the index planned from, and the maps of the state as that pass left them. */

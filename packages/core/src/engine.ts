@@ -6,15 +6,18 @@
  *      it, confined to the folder (never through a link the agent planted);
  *   2. scan it (`scanStore`), and judge it (`assessFolder`: a wiped or emptied folder is
  *      distrusted, never taken as "delete everything");
- *   3. read the store (`StoreClient.list`), index it (`indexRemote`: paths a mount cannot hold
- *      are skipped) and fold in writes whose outcome was unknown (`settleUnknownWrites`);
- *   4. plan (`planStore`, pure: one `classify` row per path (which side changed since the baseline), deletions capped
- *      by `deleteCap`);
+ *   3. read the store (`StoreClient.list`) and index it (`indexRemote`: paths a mount cannot
+ *      hold are skipped);
+ *   4. decide (`decidePass`, pure): fold in writes whose outcome was unknown
+ *      (`settleUnknownWrites`), take up a cleared baseline after a re-download (`takeUpAgreed`),
+ *      and plan (`planStore`: one `classify` row per path, which side changed since the
+ *      baseline; deletions capped by `deleteCap`; conflicts by `resolveConflict`);
  *   5. apply the plan's transfers (`applyPlan`): I/O only, through the two seams, one
  *      `Outcome` per transfer (done, skipped with a code, failed with a StoreError kind, cut
  *      off); it writes no state;
  *   6. settle (`settle`, pure): fold the outcomes into the state the next pass starts from
- *      (the baseline moves only for what was applied, path by path) and build the pass's report.
+ *      (the baseline moves only for what was applied, path by path) and build the pass's report;
+ *      then make that the state (docs/architecture.md: the commit step).
  *
  * Renames: give `planStore` the ids the baseline was agreed with (`PlanInput.baselineIds`) and,
  * after each settle, refresh them with `baselineIdsAfter` from what the store now holds; a
@@ -68,7 +71,10 @@ export type { TransferSlots, StoreSlots } from './remote/fair-slots.js';
 export { indexRemote, alignLocalCase, type RemoteIndex } from './decide/remote-index.js';
 export { applyPlan, type ApplyIO } from './pass/apply.js';
 export type { Outcome, Result } from './decide/outcome.js';
-export { settle, emptyPassReport, type Settled, type SettledState, type PassReport, type Notice } from './decide/settle.js';
+export { decidePass, type PassDecision, type PassDecisionInput } from './decide/pass-decision.js';
+export { resolveConflict, isConflictResolution, flushedConflict, type ConflictPolicy, type ConflictSides } from './decide/conflict-rule.js';
+export { takeUpAgreed, clearedByRedownload, type AgreedTakeUp } from './decide/redownload-rule.js';
+export { settle, emptyPassReport, type Settled, type SettledState, type SettleFrom, type PassReport, type Notice } from './decide/settle.js';
 export type { Reason, ReasonCode, StoreReasonCode, PathReasonCode } from './model/reasons.js';
 export type { StoreEvents } from './model/events.js';
 export type { RemoteChange, ListedMemory } from './decide/feed-fold.js';

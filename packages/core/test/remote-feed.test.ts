@@ -347,6 +347,23 @@ describe('stateFromListing', () => {
     expect(folded(foldVersions(s, read, { startedMs: 2_000, endedMs: 2_000 })).changed).toBe(0);
   });
 
+  it('a version of that read whose memory the listing missed is not seen: the feed starts at it again, and the next read doubts the listing', () => {
+    // mem_c was created (at 200) before the listing, which skipped it while another writer acted.
+    // Listed 5 s later: the feed would start past that version (at 5,000 less the overlap).
+    const read = [v('vb2', 'mem_b', 'modified', '/d/b.md', 'B1', 300), v('vc1', 'mem_c', 'created', '/d/c.md', 'C1', 200)];
+    const s = stateFromListing(state(), listed, { startedMs: 6_000, endedMs: 6_000 }, { versions: read, times: { startedMs: 5_900, endedMs: 5_900 }, doubt: 'listed_while_written' });
+    expect([...s.seen.keys()]).toEqual(['vb2']);
+    expect(s.since).toBe(ns(200));
+    expect(doubtOf(foldVersions(s, read, { startedMs: 6_100, endedMs: 6_100 }))).toBe('listed_while_written');
+  });
+
+  it('a version of that read the listing shows older than the read did is not seen either; a deletion the listing shows (the memory absent) is', () => {
+    const read = [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 250), v('vd1', 'mem_d', 'deleted', null, null, 400)];
+    const s = stateFromListing(state(), listed, { startedMs: 6_000, endedMs: 6_000 }, { versions: read, times: { startedMs: 5_900, endedMs: 5_900 } });
+    expect([...s.seen.keys()]).toEqual(['vd1']);
+    expect(s.since).toBe(ns(250));
+  });
+
   it('one memory met at two paths (renamed while listed): no start, so the next pass lists again', () => {
     const s = stateFromListing(state(), [...listed, { ...listed[0]!, path: '/moved.md' }], READ);
     expect(s.since).toBeNull();

@@ -65,6 +65,15 @@ describe('settle: a transfer done moves its path, and only then', () => {
     expect(report.conflicts).toEqual([]);
   });
 
+  it('pull that found the file already holding the store content: the baseline takes it, nothing is reported pulled, no conflict', () => {
+    const { state: after, report, notices } = one(pull('conflict'), { kind: 'done', sha: 'R', already: true }, state({ refused: new Map([[P, 'X']]) }));
+    expect(after.baseline.get(P)).toBe('R');
+    expect(after.refused.has(P)).toBe(false);
+    expect(report.pulled).toEqual([]);
+    expect(report.conflicts).toEqual([]);
+    expect(notices).toEqual([]);
+  });
+
   it('pull done for a conflict: pulled and reported as a conflict, with a warning', () => {
     const { report, notices } = one(pull('conflict'), done('R'));
     expect(report.pulled).toEqual([P]);

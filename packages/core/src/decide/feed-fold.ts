@@ -423,8 +423,9 @@ function pathClash(memories: ReadonlyMap<string, KnownMemory>, moved: ReadonlySe
 
 /**
  * The state a full listing establishes. `accounted`: a feed read made before the listing
- * started (and found doubtful, `doubt` its code): every version in it is reflected in the
- * listing, so it is remembered as seen, and its timestamps move the clock mark like any other.
+ * started (and found doubtful, `doubt` its code): a version in it that the listing shows
+ * (`listingShows`) is remembered as seen, and every timestamp in it moves the clock mark like any
+ * other; one the listing does not show is read again by the next read (`since` goes back to it).
  * The first read after the listing checks it (`listingUnchecked`); a listing made because that
  * check failed for the listing before it (`listed_while_written`) extends the chain, and the
  * `LISTING_CHAIN_MAX`-th in a row is not checked.
@@ -447,20 +448,34 @@ export function stateFromListing(
   }
   let clock: Pick<RemoteFeedState, 'since' | 'mark'> = previous;
   const accountedAt = new Map<string, Instant>();
+  let unaccountedFrom: Instant | undefined;
   if (accounted) {
     let newest: Instant | undefined;
+    const stamped: Stamped[] = [];
     for (const version of accounted.versions) {
       const at = parseTimestamp(version.created_at);
       if (at === null) continue;
-      accountedAt.set(version.id, at);
+      stamped.push({ version, at });
       if (newest === undefined || at > newest) newest = at;
     }
     clock = advance(clock, newest, accounted.times, overlapMs);
+    const newestOf = new Map<string, Stamped>();
+    for (const one of stamped) {
+      const known = newestOf.get(one.version.memory_id);
+      if (known === undefined || one.at > known.at) newestOf.set(one.version.memory_id, one);
+    }
+    for (const { version, at } of stamped) {
+      if (listingShows(memories.get(version.memory_id), newestOf.get(version.memory_id)!)) accountedAt.set(version.id, at);
+      else if (unaccountedFrom === undefined || at < unaccountedFrom) unaccountedFrom = at;
+    }
   }
   clock = advance(clock, newestUpdate, times, overlapMs);
   // One memory met at two paths (a rename while the listing was under way): which is current is
   // unknown, so the next pass lists again rather than start the feed from this.
-  const since = twice ? null : clock.since;
+  let since = twice ? null : clock.since;
+  // A version the listing does not account for is read again: the feed starts no later than it,
+  // so the next read folds it and finds what the listing missed (`listed_while_written`).
+  if (since !== null && unaccountedFrom !== undefined && unaccountedFrom < since) since = unaccountedFrom;
   const seen = new Map<string, Instant>();
   if (since !== null) {
     for (const [id, at] of previous.seen) if (at >= since) seen.set(id, at);
@@ -471,6 +486,20 @@ export function stateFromListing(
   const gone = new Set([...previous.gone].filter((id) => !memories.has(id)));
   const listingChain = accounted?.doubt === 'listed_while_written' ? previous.listingChain + 1 : 0;
   return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: listingChain < LISTING_CHAIN_MAX, listingChain };
+}
+
+/**
+ * Whether a listing shows (`shown`: what it holds of the memory) what the read made before it did
+ * to that memory (`newest`: the read's newest version of it): the memory at that state (that version, or one written later), or, when
+ * that read ended with the memory deleted, the memory absent. Not so when the listing missed the
+ * memory (a paged listing can, while another writer acts) or shows it older than the read did:
+ * that version is then not the listing's, and is not taken as seen. A memory the listing shows
+ * without a timestamp is taken as shown (nothing tells otherwise).
+ */
+function listingShows(shown: KnownMemory | undefined, newest: Stamped): boolean {
+  if (newest.version.operation === 'deleted') return shown === undefined;
+  if (shown === undefined) return false;
+  return shown.at === null || shown.versionId === newest.version.id || shown.at >= newest.at;
 }
 
 /**

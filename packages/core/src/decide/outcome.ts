@@ -7,14 +7,16 @@ import type { RemoteChange } from './feed-fold.js';
  * What became of one transfer.
  * - `done`: it happened. `sha` is what the path now holds on both sides (a pull's content, a
  *   push's sent content); absent for deletes. `sent: false` for a `log_only` remote delete,
- *   which passed its checks and was only logged.
+ *   which passed its checks and was only logged. `already`: a pull that found the file holding
+ *   the store's content already (the agent wrote the same bytes meanwhile): nothing was written,
+ *   and both sides agree on `sha`.
  * - `skipped`: the last-moment re-check found the world not as planned; nothing was changed.
  * - `failed`: a store call or the disk failed; `error` is the StoreError kind (or `filesystem`).
  *   `cutOff`: the time bound had run out by then (the call was most likely cancelled by it).
  * - `cut_off`: never started, the time bound had run out.
  */
 export type Result =
-  | { kind: 'done'; sha?: string; sent?: false }
+  | { kind: 'done'; sha?: string; sent?: false; already?: true }
   | { kind: 'skipped'; code: PathReasonCode; detail: string }
   | { kind: 'failed'; error: StoreErrorKind | 'filesystem'; message: string; cutOff: boolean; cause?: unknown }
   | { kind: 'cut_off' };

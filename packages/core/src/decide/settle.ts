@@ -177,6 +177,12 @@ function settleTransfer(outcome: Outcome, state: SettledState, report: PassRepor
     }
 
     case 'done':
+      if (result.already && result.sha !== undefined) {
+        // Both sides already held this content: the baseline takes it, and nothing was pulled.
+        state.baseline.set(path, result.sha);
+        state.refused.delete(path);
+        return;
+      }
       settleDone(action, result.sha, result.sent !== false, state, report, notices);
       return;
   }

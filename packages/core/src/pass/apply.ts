@@ -171,6 +171,10 @@ async function place(io: ApplyIO, action: Pull, bytes: Uint8Array, written: { sh
   // An empty folder where the file goes (left by a remote delete) is no one's content: write()
   // removes it. Anything else that is not a file is left alone.
   if (now.kind === 'other' && now.code !== 'is_folder') return skipped(now.code, `not written: ${path} ${now.reason}`);
+  // The file holds the store's content already (the agent wrote the very same bytes since the
+  // scan, or at a memory's place during a re-download): both sides agree, nothing is written,
+  // and the baseline takes it, so the agent's next edit is an edit, not a "both created" conflict.
+  if (now.kind === 'file' && now.sha === sha) return { kind: 'done', sha, already: true };
   // The file changed after the scan: the planner has not seen this content, so it is not ours
   // to overwrite. The next pass plans with it.
   if (!stillAsPlanned(now, action.expectLocal)) return skipped('changed_during_sync', 'changed on disk during the sync; left for the next pass');

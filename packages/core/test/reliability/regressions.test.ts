@@ -930,3 +930,51 @@ describe.skipIf(REPLAYS.length === 0)('regressions: replays of fuzz counterexamp
     else it(`seed ${seed} path ${path} holds (${note})`, replay);
   }
 });
+
+/**
+ * Found by the 10,000-case run of seed 20261302 (memfs) at case 1,766 on the issue-21 engine
+ * (b98fb69): the download's listing skips /a.md while another writer writes it; the feed reads
+ * after it are reordered, then lag; the other writer writes /d/c.md; a forced pass.
+ */
+describe('regressions: the 10,000-case runs after issue 21', () => {
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a listing that missed a memory, then a feed read that lags while another writer writes (${disk}): the folder converges`, replay(
+      {
+        disk,
+        seedRw: ['/g/h.md'],
+        requestTimeoutSeconds: 0.05,
+        syncTimeoutSeconds: 0.5,
+        finalSyncTimeoutSeconds: 1,
+        feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+      },
+      [
+        new SkipInListing('rw', 0, '/a.md'),
+        new FeedFaultStep({ kind: 'shape', shape: 'reorder', seed: 0 }),
+        new FeedFaultStep({ kind: 'shape', shape: 'lag', seed: 0 }),
+        new RemoteWrite('rw', '/d/c.md'),
+        new Reconcile(true),
+        new RemoteRename('rw', '/a.md', '/a.md'),
+      ],
+    ));
+  }
+
+  // Seed 854745903 (mixed disks) at case 4,191: the agent removes /d (a wipe: the folder is
+  // downloaded again) and writes /a.md, which another writer copies into the store; the
+  // re-download meets the agent's /a.md holding the store's very content and left it alone with
+  // no baseline, so the agent's next edit met the store's copy as "both created": a conflict
+  // nobody caused (I2). Now a pull that finds the file already holding the store's content is
+  // an agreement: the baseline takes it.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a re-download that meets the agent's file holding the store's content (${disk}): the agent's next edit is pushed, no conflict`, replay(
+      { disk, seedRw: ['/d/c.md', '/d/e/f.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 },
+      [
+        new AgentRemoveDir('rw', '/d'),
+        new AgentWrite('rw', '/a.md'),
+        new RemoteCopyLocal('rw', '/a.md'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/d/c.md' }),
+        new AgentEdit('rw', '/a.md'),
+        new RemoteWrite('rw', '/d/e/f.md'),
+      ],
+    ));
+  }
+});

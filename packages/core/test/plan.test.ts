@@ -117,8 +117,19 @@ describe('planStore, read_write, row by row', () => {
     ]);
   });
 
-  it('L missing, R missing: drop from the baseline', () => {
-    expect(rw({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
+  it('L missing, R missing, the absence corroborated: drop from the baseline', () => {
+    expect(rw({ b: 'B' }, gone).actions).toEqual([{ type: 'forget', path: P }]);
+  });
+
+  it('L missing, R missing from one listing only: the baseline stays, the file counts missing, the next listing decides', () => {
+    const plan = rw({ b: 'B' }, oneListing);
+    expect(plan.actions).toEqual([]);
+    expect([...plan.absentFrom]).toEqual([[P, 3]]);
+    expect(plan.missingSince.has(P)).toBe(true);
+  });
+
+  it('L missing, R missing from two listings: drop', () => {
+    expect(rw({ b: 'B' }, { ...oneListing, absence: evidence({ absentFrom: new Map([[P, 2]]) }) }).actions).toEqual([{ type: 'forget', path: P }]);
   });
 
   it('R missing, L = B, the deletion corroborated: delete the local file, re-checked against B', () => {
@@ -178,8 +189,8 @@ describe('planStore, read_only, row by row', () => {
     expect(ro({ b: 'B', r: 'R' }).actions).toMatchObject([{ type: 'pull', reason: 'restore' }]);
   });
 
-  it('L missing, R missing: drop', () => {
-    expect(ro({ b: 'B' }).actions).toEqual([{ type: 'forget', path: P }]);
+  it('L missing, R missing, the absence corroborated: drop', () => {
+    expect(ro({ b: 'B' }, gone).actions).toEqual([{ type: 'forget', path: P }]);
   });
 
   it('R missing, L = B, the deletion corroborated: delete local', () => {
@@ -326,6 +337,8 @@ describe('the plan keeps transfers, baseline-only and report-only actions apart'
     const plan = planStore({
       ...input({}),
       baseline: new Map([['/adopt.md', 'B'], ['/forget.md', 'B'], ['/pull.md', 'B']]),
+      baselineIds: new Map([['/forget.md', 'm3']]),
+      absence: { gone: new Set(['m3']), held: new Set(['m1', 'm2']), listing: 1, absentFrom: new Map() },
       localFiles: files({ '/adopt.md': 'X', '/pull.md': 'B', '/refused.md': 'L' }),
       remote: new Map([['/adopt.md', { id: 'm1', sha: 'X' }], ['/pull.md', { id: 'm2', sha: 'R' }]]),
       refused: new Map([['/refused.md', 'L']]),

@@ -501,9 +501,21 @@ export function planStore(input: PlanInput): Plan {
         pull(path, cell.remote, null, 'restore');
         break;
 
-      case 'both_missing':
-        plan.baselineOnly.push({ type: 'forget', path });
+      case 'both_missing': {
+        // L gone, R gone: agreed gone, once the store's side is corroborated (absence.ts). A
+        // listing that missed the memory would otherwise take the agent's deletion for agreed:
+        // the memory would stay in the store, come back at the next listing (the deletion undone),
+        // and meet a file the agent writes there meanwhile as "both created" (a false conflict).
+        // Until then the baseline stays and the file counts as missing, as a deletion candidate's.
+        const memoryId = input.baselineIds?.get(path);
+        const verdict = judgeAbsence(path, memoryId, absence);
+        if (verdict.kind === 'corroborated') plan.baselineOnly.push({ type: 'forget', path });
+        else {
+          plan.absentFrom.set(path, verdict.firstListing);
+          plan.missingSince.set(path, missingSince.get(path) ?? now);
+        }
         break;
+      }
 
       case 'remote_missing': {
         // R gone, L = B: deleted in the store, untouched here. Follow the store, once the absence

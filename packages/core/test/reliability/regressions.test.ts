@@ -977,4 +977,20 @@ describe('regressions: the 10,000-case runs after issue 21', () => {
       ],
     ));
   }
+
+  // Seed 854745903 (mixed disks) at case 9,124.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a deletion sent, the agent's new file at that path, then a worker killed while listing (${disk}): recover pushes the file, no conflict`, replay(
+      { disk, seedRw: ['/a.md', '/b.md', '/d/c.md', '/d/e/f.md', '/g/h.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 },
+      [
+        new AgentDelete('rw', '/d/c.md'),
+        new SkipInListing('rw', 7, '/a.md'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new AgentWrite('rw', '/d/c.md'),
+        new CrashDuringPass({ op: 'list', nth: 1, applied: false }),
+        new Recover(),
+      ],
+    ));
+  }
 });
+

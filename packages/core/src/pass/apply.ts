@@ -1,4 +1,4 @@
-import { asStoreError, listAll, storeCall, StoreError, type StoreErrorKind } from '../model/errors.js';
+import { asStoreError, listAll, storeCall, StoreError } from '../model/errors.js';
 import type { Outcome, Result } from '../decide/outcome.js';
 import { isConflictResolution } from '../decide/conflict-rule.js';
 import type { RemoteChange } from '../decide/feed-fold.js';

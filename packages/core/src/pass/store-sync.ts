@@ -416,7 +416,7 @@ export class StoreSync {
    * A folder that is not trusted, or that must be downloaded again, ends the pass at observe.
    */
   private async runPass(opts: PassOptions, report: StoreSyncReport): Promise<void> {
-    const { client, logger } = this.deps;
+    const { logger } = this.deps;
     const { state, mount } = this;
     this.#remote.beginPass();
     if (state.distrusted) return stop(report, 'skipped', 'distrusted', `folder not trusted: ${state.distrusted}`);

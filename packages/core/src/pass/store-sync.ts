@@ -110,9 +110,9 @@ export interface PassOptions {
 }
 
 /**
- * One store's side of the mounter: its state between passes, the full download, and one
- * scan -> plan -> apply pass. I/O happens here and in the executor; decisions in the planner
- * and the folder-trust check, which are pure.
+ * One store's side of the mounter: its state between passes, the full download, and one pass
+ * in five steps (observe, decide, act, fold, commit: `runPass`). I/O happens here and in the
+ * executor; every decision is in decide/, which is pure.
  */
 export class StoreSync {
   readonly state: SyncState = emptySyncState();
@@ -133,7 +133,7 @@ export class StoreSync {
   readonly #remote: RemoteView;
   readonly #pool: StoreSlots;
   /**
-   * The baseline a re-download cleared, until that download ends whole (`keepAgreedBaseline`) or,
+   * The baseline a re-download cleared (redownload-rule.ts), until that download ends whole or,
    * when it failed (an outage during its listing; a pull the disk refused), for the entries it
    * did not settle, until each is taken up (`takeUpAgreed`: a file stands there again) or moot
    * (the path was pulled, or the store no longer holds what was agreed). Without it, a file the
@@ -627,8 +627,8 @@ export class StoreSync {
 
   /**
    * The commit step, the one place a pass moves this store's state: the remote view learns what
-   * the store answered, the folded state replaces the old (in place: the state recorder holds
-   * this object), the baseline's memory ids are read from what the store is now known to hold,
+   * the store answered, the folded state replaces the old (in place: the mounter and the crash
+   * record read this object), the baseline's memory ids are read from what the store is now known to hold,
    * and what the fold has to say is logged and told.
    */
   #commit(settled: Settled, { outcomes, told }: Acted): PassReport {

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
 import { BoundedStoreClient } from './bounded-store-client.js';
+import { ContentBudget } from './content-budget.js';
 import { FairSlots } from './fair-slots.js';
 import { breakerAfter, breakerDecision, breakerStarted, CLOSED, type BreakerDecision, type BreakerState, type PassVerdict } from './breaker.js';
 import { MemoryLifecycleError, MemoryMountError, MemoryWriteRefusedError } from './errors.js';
@@ -51,6 +52,8 @@ export class MemoryMounter extends MounterEventEmitter {
   readonly #client: StoreClient;
   /** The session's transfers in flight, all stores together (`transferConcurrency`). */
   readonly #transfers: FairSlots;
+  /** The session's content listed and not yet written while materialize downloads, all stores together. */
+  readonly #downloadContent = new ContentBudget();
   #stores: StoreSync[] = [];
   #created: CreatedFolder[] = [];
   #phase: 'new' | 'materializing' | 'mounted' | 'finalizing' | 'finalized' = 'new';
@@ -263,6 +266,7 @@ export class MemoryMounter extends MounterEventEmitter {
             deletionMode: this.#options.deletionMode,
             concurrency: this.#options.transferConcurrency,
             pool: this.#transfers.lane(mount.memoryStoreId),
+            contentBudget: this.#downloadContent.lane(mount.memoryStoreId),
             listing: { everyPasses: this.#options.fullListingEvery, everyMs: this.#options.fullListingIntervalMs },
             // A feed read that fails for as long as one request may take gives way to a full listing.
             feedBudgetMs: this.#options.requestTimeoutMs,

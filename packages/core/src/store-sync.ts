@@ -1,11 +1,14 @@
-import { applyPlan, handOverNotedConflicts, type ApplyIO, type Outcome } from './apply.js';
+import { setMaxListeners } from 'node:events';
+import { applyPlan, handOverNotedConflicts, TransferStream, type ApplyIO, type Outcome } from './apply.js';
+import type { ContentLane } from './content-budget.js';
+import { downloadByFolder } from './folder-download.js';
 import { FairSlots, type StoreSlots } from './fair-slots.js';
 import { StoreError } from './errors.js';
 import { errorCode } from './file-system.js';
 import { MARKER_FILE, MAX_MEMORY_BYTES } from './limits.js';
 import { assessFolder } from './folder-trust.js';
 import { readMarker, writeMarker } from './marker.js';
-import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
+import { mergePlans, planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type RemoteEntry } from './plan.js';
 import { baselineIdsAfter } from './renames.js';
 import type { StoreReasonCode } from './reasons.js';
 import type { ListingPolicy } from './remote-feed.js';
@@ -16,7 +19,7 @@ import { CARRY_BUDGET_BYTES, scanStore, type FolderRecord, type LocalSnapshot, t
 import { emptyPassReport, settle, type PassReport } from './settle.js';
 import type { StoreClient } from './store-client.js';
 import type { StoreFolder } from './store-folder.js';
-import { listStore } from './store-listing.js';
+import { listStore, listWhole } from './store-listing.js';
 import { emptySyncState, type SyncState } from './sync-state.js';
 import type { LastScan } from './unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from './types.js';
@@ -41,6 +44,12 @@ export interface StoreSyncDeps {
   concurrency: number;
   /** This store's lane of the session's transfer slots, shared fairly by all its stores. */
   pool?: StoreSlots;
+  /**
+   * This store's lane of the session's bound on content listed and not yet written
+   * (content-budget.ts). Given, a materialize downloads folder by folder (folder-download.ts);
+   * absent, it lists the whole store before it writes.
+   */
+  contentBudget?: ContentLane;
   /** When passes list the store in full rather than read the change feed. */
   listing?: ListingPolicy;
   /** How long (ms) a feed read may take before the pass lists in full instead. */
@@ -245,7 +254,16 @@ export class StoreSync {
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
     const startedMs = performance.now();
-    const listed = await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
+    let probed = false;
+    if (opts.materializing && this.deps.contentBudget && !this.#caseInsensitive) {
+      const byFolder = await this.#downloadByFolder(signal, this.deps.contentBudget, before);
+      if (byFolder) return byFolder;
+      probed = true;
+    }
+    // The folder listing already said there is no fan-out to make: one plain list.
+    const listed = probed
+      ? await listWhole(client, storeId, { withContent: true, signal })
+      : await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
     this.#remote.adoptListing(listed, { startedMs, endedMs: performance.now() }, (this.deps.now ?? Date.now)());
     const index = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
     for (const { path, code, reason } of index.skipped) this.warnOnce(`remote:${path}:${code}`, `remote memory skipped: ${reason}`, { path });
@@ -264,9 +282,61 @@ export class StoreSync {
       }
       remote.set(path, typeof memory?.content === 'string' ? { ...entry, content: memory.content } : entry);
     }
-    // No baseline, no files: every memory is `new_remote`, so neither the clock nor the
-    // deletion mode can matter.
-    const plan = planStore({
+    const plan = this.#downloadPlan(remote);
+    plan.skipped.push(...oversize);
+    // A download's pulls are not news to listeners: only its progress is told.
+    const events = this.deps.events && progressOnly(this.deps.events);
+    const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
+    return this.#downloaded(signal, before, plan, remote, outcomes, index.skipped);
+  }
+
+  /**
+   * A materialize's download folder by folder (folder-download.ts), each folder's pulls through
+   * one `TransferStream` as its listing answers; null when the store cannot be fanned out (and
+   * nothing was written). A listing that fails fails the download once what was written is
+   * settled.
+   */
+  async #downloadByFolder(
+    signal: AbortSignal,
+    budget: ContentLane,
+    before: ReadonlyMap<string, string>,
+  ): Promise<{ written: string[]; skipped: PathReport[] } | null> {
+    const stop = new AbortController();
+    const stopped = AbortSignal.any([signal, stop.signal]);
+    // Every listing and transfer of the download listens to it, as to the mounter's own.
+    setMaxListeners(0, stopped);
+    const io = this.#applyIO(stopped, this.deps.events && progressOnly(this.deps.events), undefined, true);
+    const stream = new TransferStream(io);
+    const download = await downloadByFolder({
+      client: this.deps.client,
+      storeId: this.mount.memoryStoreId,
+      signal: stopped,
+      abort: (reason) => stop.abort(reason),
+      pool: this.#pool,
+      budget,
+      run: (transfers) => stream.run(transfers),
+      plan: (remote) => this.#downloadPlan(remote),
+    });
+    if (!download) return null;
+    const plan = mergePlans(download.plans);
+    for (const report of download.oversize) plan.skipped.push(report);
+    if (download.failure) {
+      // A listing that failed is no view of the store: the view stays forgotten, as after a
+      // whole listing that failed. What was written is settled (and the folder's handles let
+      // go) before the failure is told.
+      await this.#downloaded(stopped, before, plan, download.remote, download.outcomes, download.refused).catch(() => {});
+      throw download.failure.error;
+    }
+    this.#remote.adoptListing(download.listed, { startedMs: download.listedFrom, endedMs: download.listedUntil }, (this.deps.now ?? Date.now)());
+    // Learned after the listing is adopted, which replaces what the view knew.
+    this.#learn(download.outcomes);
+    for (const { path, code, reason } of download.refused) this.warnOnce(`remote:${path}:${code}`, `remote memory skipped: ${reason}`, { path });
+    return this.#downloaded(signal, before, plan, download.remote, download.outcomes, download.refused);
+  }
+
+  /** The download's plan for `remote`: no baseline, no files, so every memory is `new_remote` and neither the clock nor the deletion mode can matter. */
+  #downloadPlan(remote: Map<string, RemoteEntry>): Plan {
+    return planStore({
       access: this.mount.access,
       deletionMode: this.deps.deletionMode,
       now: 0,
@@ -279,10 +349,18 @@ export class StoreSync {
       missingSince: new Map(),
       refused: new Map(),
     });
-    plan.skipped.push(...oversize);
-    // A download's pulls are not news to listeners: only its progress is told.
-    const events = this.deps.events && progressOnly(this.deps.events);
-    const outcomes = await this.apply(plan, signal, events, undefined, opts.materializing);
+  }
+
+  /** Settles a download's outcomes, and fails it (all or nothing for materialize) as the first failure in path order says. */
+  async #downloaded(
+    signal: AbortSignal,
+    before: ReadonlyMap<string, string>,
+    plan: Plan,
+    remote: ReadonlyMap<string, RemoteEntry>,
+    outcomes: readonly Outcome[],
+    indexSkipped: readonly PathReport[],
+  ): Promise<{ written: string[]; skipped: PathReport[] }> {
+    const { logger } = this.deps;
     const report = this.settle(plan, outcomes);
     this.keepAgreedBaseline(before, remote, outcomes);
     // A download that settled but fails (a pull the disk refused, EMFILE or EACCES at its
@@ -296,12 +374,14 @@ export class StoreSync {
     }
     // All or nothing for materialize: the first failure (in path order) is the download's.
     signal.throwIfAborted();
-    const failed = outcomes.find((o) => o.result.kind === 'failed');
+    const failed = outcomes
+      .filter((o) => o.result.kind === 'failed')
+      .sort((a, b) => (a.action.path < b.action.path ? -1 : a.action.path > b.action.path ? 1 : 0))[0];
     if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
     if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
     this.#clearedBaseline = null;
     logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
-    return { written: [...report.pulled].sort(), skipped: [...index.skipped, ...report.skippedPaths] };
+    return { written: [...report.pulled].sort(), skipped: [...indexSkipped, ...report.skippedPaths] };
   }
 
   /**
@@ -545,7 +625,16 @@ export class StoreSync {
     carried?: LocalSnapshot['carried'],
     materializing?: boolean,
   ): Promise<Outcome[]> {
-    const io: ApplyIO = {
+    const io = this.#applyIO(signal, events, carried, materializing);
+    const outcomes = await applyPlan(io, plan.transfers);
+    // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
+    await handOverNotedConflicts(io, plan.reportOnly);
+    this.#learn(outcomes);
+    return outcomes;
+  }
+
+  #applyIO(signal: AbortSignal, events: StoreEvents | undefined, carried?: LocalSnapshot['carried'], materializing?: boolean): ApplyIO {
+    return {
       folder: this.#folder,
       client: this.deps.client,
       memoryStoreId: this.mount.memoryStoreId,
@@ -558,11 +647,11 @@ export class StoreSync {
       ...(materializing && { materializing }),
       feedUsable: this.#remote.feedUsable(),
     };
-    const outcomes = await applyPlan(io, plan.transfers);
-    // A push-only flush's conflicts: their losers go to the listeners, as a pull's would.
-    await handOverNotedConflicts(io, plan.reportOnly);
+  }
+
+  /** What the store answered along the way (writes, fetches): into the remote view. */
+  #learn(outcomes: readonly Outcome[]): void {
     for (const outcome of outcomes) for (const o of [outcome, ...(outcome.then ? [outcome.then] : [])]) for (const change of o.learned) this.#remote.learn(change);
-    return outcomes;
   }
 
   /** Folds a pass into this store's state (in place: the state recorder holds this object), and says what it has to say. */

@@ -65,7 +65,10 @@ export interface FolderDownload {
   refused: PathReport[];
   /** Memories whose size says they are over the limit: never fetched nor planned. */
   oversize: PathReport[];
-  /** Each batch's plan (without content) and the outcomes of its transfers. */
+  /**
+   * Each batch's plan, but for its transfers (each outcome names its own, without content: one
+   * copy of each is kept, not two), and the outcomes of every batch's transfers.
+   */
   plans: Plan[];
   outcomes: Outcome[];
   /** The listing that failed, if one did: the download fails with it once what was done is settled. */
@@ -102,7 +105,7 @@ export async function downloadByFolder(deps: FolderDownloadDeps): Promise<Folder
     }
     result.refused.push(...index.skipped);
     const plan = deps.plan(remote);
-    result.plans.push({ ...plan, transfers: plan.transfers.map(withoutContent) });
+    result.plans.push({ ...plan, transfers: [] });
     return deps.run(plan.transfers).then((outcomes) => {
       for (const outcome of outcomes) result.outcomes.push(outcome);
     });
@@ -176,10 +179,4 @@ function listedOnly(memory: StoreMemory): ListedMemory {
     ...(memory.updated_at !== undefined && { updated_at: memory.updated_at }),
     ...(memory.memory_version_id !== undefined && { memory_version_id: memory.memory_version_id }),
   };
-}
-
-function withoutContent(transfer: Transfer): Transfer {
-  if (transfer.type !== 'pull' || transfer.content === undefined) return transfer;
-  const { content: _kept, ...rest } = transfer;
-  return rest;
 }

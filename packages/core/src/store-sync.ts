@@ -319,6 +319,7 @@ export class StoreSync {
     });
     if (!download) return null;
     const plan = mergePlans(download.plans);
+    for (const outcome of download.outcomes) plan.transfers.push(outcome.action);
     for (const report of download.oversize) plan.skipped.push(report);
     if (download.failure) {
       // A listing that failed is no view of the store: the view stays forgotten, as after a

@@ -368,6 +368,8 @@ export class MemoryMounter extends MounterEventEmitter {
    * written; its ids come from the listing the download used.
    */
   private announceDownload(store: StoreSync): void {
+    // Nobody listening: no event is built (eight stores of 2,000 would sort and build 16,000).
+    if (this.listenerCount('pulled') === 0) return;
     const { memoryStoreId, path: root } = store.mount;
     const { baseline, baselineIds } = store.state;
     for (const path of [...baseline.keys()].sort()) {

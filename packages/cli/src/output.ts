@@ -249,7 +249,9 @@ export class Output {
     }
     this.#bar.setTotal(p.total);
     this.#bar.update(p.done);
-    if (p.done >= p.total) this.#clearBar();
+    // A download's total grows as each folder's listing answers, so its writes may catch up
+    // with it before the last folder is listed: its bar goes with the next line printed.
+    if (p.done >= p.total && p.phase !== 'materialize') this.#clearBar();
   }
 
   #clearBar(): void {

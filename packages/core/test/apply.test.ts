@@ -208,11 +208,35 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
       expect(written.map((path) => path.slice(path.lastIndexOf('/')))).toEqual(['/1.md', '/1.md', '/2.md', '/2.md']);
       expect(parent(written[0]!)).not.toBe(parent(written[1]!));
       expect(written.slice(2).map(parent)).toEqual(written.slice(0, 2).map(parent));
-      expect(outcomes.map((o) => o.action)).toEqual(transfers);
+      // Each outcome names its transfer; a pull done no longer holds its content (TransferStream).
+      expect(outcomes.map((o) => o.action)).toEqual(paths.map((path) => ({ type: 'pull', path, memoryId: `mem_${path}`, remoteSha: sha(path), expectLocal: null, reason: 'new_remote' })));
       expect(outcomes.map((o) => o.result)).toEqual(paths.map((path) => ({ kind: 'done', sha: sha(path) })));
     } finally {
       await spread.close();
     }
+  });
+
+  it('keeps no more than `concurrency` transfers waiting for a slot or holding one: the rest are only entries in their folder\'s queue', async () => {
+    // A pool's slot as the session's would give it, a moment later: every transfer asking for one is counted.
+    let asking = 0;
+    let most = 0;
+    const slots = {
+      runExclusive: async <T>(work: () => Promise<T> | T): Promise<T> => {
+        most = Math.max(most, ++asking);
+        try {
+          await new Promise((resolve) => setImmediate(resolve));
+          return await work();
+        } finally {
+          asking--;
+        }
+      },
+    };
+    const paths = Array.from({ length: 60 }, (_, i) => `/f${i % 6}/n${i}.md`);
+    const transfers: Transfer[] = paths.map((path) => ({ type: 'pull', path, memoryId: `mem_${path}`, remoteSha: sha(path), expectLocal: null, reason: 'new_remote', content: path }));
+    const outcomes = await applyPlan({ ...io, slots, concurrency: 4 }, transfers);
+    expect(most).toBe(4);
+    expect(outcomes.map((o) => o.result.kind)).toEqual(paths.map(() => 'done'));
+    expect(new TextDecoder().decode(await fs.readFile(`${dir}/f5/n59.md`))).toBe('/f5/n59.md');
   });
 
   it('a pull of a new memory never writes over a file the agent made at its place after the check', async () => {

@@ -240,6 +240,26 @@ export interface Plan {
   skipped: PathReport[];
 }
 
+/**
+ * One plan of several made for disjoint sets of paths (a download plans each folder as its
+ * listing arrives): every list joined, every map merged. Transfers keep their plans' order, not
+ * path order: the executor schedules them its own way, and settling takes outcomes in any order.
+ */
+export function mergePlans(plans: readonly Plan[]): Plan {
+  const merged: Plan = { transfers: [], baselineOnly: [], reportOnly: [], missingSince: new Map(), pendingDeletions: [], absentFrom: new Map(), skipped: [] };
+  // Element by element: a plan of many thousands of transfers is too long for one push(...spread).
+  for (const plan of plans) {
+    for (const transfer of plan.transfers) merged.transfers.push(transfer);
+    for (const action of plan.baselineOnly) merged.baselineOnly.push(action);
+    for (const action of plan.reportOnly) merged.reportOnly.push(action);
+    for (const [path, at] of plan.missingSince) merged.missingSince.set(path, at);
+    for (const path of plan.pendingDeletions) merged.pendingDeletions.push(path);
+    for (const [path, serial] of plan.absentFrom) merged.absentFrom.set(path, serial);
+    for (const report of plan.skipped) merged.skipped.push(report);
+  }
+  return merged;
+}
+
 /** The rows of the reconcile table (docs/reconcile.md), in its order. B = baseline, L = local, R = remote sha. */
 export type Row = Cell<unknown, unknown>['row'];
 

@@ -1040,26 +1040,28 @@ export class StoreFolder {
       await child.close();
       return kept;
     }
+    // The least recently used folder no act is using makes room: nothing can be acting through
+    // it, and nothing can take it up once it is out of the map, so its descriptor is closed at
+    // once (waiting for the store to be idle could take the whole pass). It leaves the map in
+    // the same step as `child` comes in: acts waiting for this very open (`#opening`) then find
+    // `child` held and use it. Closing the old one first let them run during that close, find
+    // nothing held, and each open and close a handle of its own: in a download that went through
+    // more folders than are held, nearly every file opened its folder anew.
+    let evicted: HeldFolder | undefined;
     if (this.#held.size >= MAX_HELD_FOLDERS) {
-      // The least recently used folder no act is using: nothing can be acting through it, so its
-      // descriptor is closed at once (waiting for the store to be idle could take the whole pass).
       for (const [key, held] of this.#held) {
         if (held.users > 0) continue;
         this.#held.delete(key);
-        await held.handle.close().catch(() => {});
+        evicted = held;
         break;
       }
-      // Other acts ran during that close: one may have kept this folder, or taken the room.
-      const keptMeanwhile = this.#use(wireDir, using);
-      if (keptMeanwhile) {
-        await child.close();
-        return keptMeanwhile;
-      }
-      if (this.#held.size >= MAX_HELD_FOLDERS || root !== this.#root) return undefined;
+      // Every folder held is in use: this one stays the act's own.
+      if (!evicted) return undefined;
     }
     const held: HeldFolder = { handle: child, users: 1 };
     this.#held.set(wireDir, held);
     using.push(held);
+    await evicted?.handle.close().catch(() => {});
     return child;
   }
 

@@ -11,7 +11,7 @@ import type { Create, DeleteLocal, DeleteRemote, Pull, RenameLocal, RenameRemote
 import type { PathReasonCode } from '../model/reasons.js';
 import type { CarriedContent } from '../local/scan.js';
 import { sha256Hex } from '../model/sha256.js';
-import { spreadByFolder } from '../decide/start-order.js';
+import { FolderTurns } from '../decide/start-order.js';
 import type { StoreClient, StoreMemory } from '../remote/store-client.js';
 import { FolderRefusal, type LocalRead, type StoreFolder } from '../local/store-folder.js';
 import type { Logger } from '../model/types.js';
@@ -66,33 +66,107 @@ export interface ApplyIO {
 const UNPLACEABLE_CODES = new Set(['ENAMETOOLONG', 'EINVAL', 'EILSEQ', 'ENOTDIR', 'EISDIR']);
 
 /** Performs `transfers`; `outcomes[i]` is what became of `transfers[i]`. */
-export async function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Promise<Outcome[]> {
-  const slots = io.slots ?? new FairSlots(io.concurrency).lane('');
-  let done = 0;
-  const total = transfers.length;
-  if (total > 0) io.events?.progress(0, total);
-  const outcomes: Outcome[] = new Array(total);
-  // Started folder by folder in turn (see start-order.ts); the slots are taken in that order.
-  await Promise.all(
-    spreadByFolder(transfers).map((index) => {
-      const action = transfers[index]!;
-      return slots.runExclusive(async (): Promise<Outcome> => {
-        const learned: RemoteChange[] = [];
-        if (io.signal.aborted) return { action, result: { kind: 'cut_off' }, learned };
-        try {
-          if (action.type === 'rename_local') return await renameLocalThen(io, action, learned);
-          return { action, result: await perform(io, action, learned), learned };
-        } catch (err) {
-          return { action, result: failure(io, err), learned };
-        } finally {
-          io.events?.progress(++done, total);
-        }
-      }).then((outcome) => {
-        outcomes[index] = outcome;
-      });
-    }),
-  );
-  return outcomes;
+export function applyPlan(io: ApplyIO, transfers: readonly Transfer[]): Promise<Outcome[]> {
+  return new TransferStream(io).run(transfers);
+}
+
+/**
+ * The executor's schedule: transfers handed in batch by batch, possibly while earlier batches
+ * still run (a download hands in each folder's pulls as its listing arrives), started with the
+ * folders in turn (start-order.ts), each in a slot of the session's pool. `run` resolves with a
+ * batch's outcomes once all of them are in. Progress counts every batch handed in so far.
+ *
+ * At most `concurrency` transfers wait for a slot or hold one: no more can run at once anyway
+ * (the session's pool has that many slots), and a transfer not started yet is only an entry in
+ * its folder's queue. Queuing every transfer at once kept a promise, a closure and an async
+ * frame per transfer alive until its turn: about 1 kB each, 16,000 of them when eight stores of
+ * 2,000 download together (docs/performance.md).
+ *
+ * A pull's content is dropped from the outcome once the pull is done: what settles a pass is
+ * the path and the sha, and a download must not hold every memory's text until it ends.
+ */
+export class TransferStream {
+  readonly #io: ApplyIO;
+  readonly #slots: TransferSlots;
+  readonly #turns = new FolderTurns<Queued>();
+  #workers = 0;
+  #done = 0;
+  #total = 0;
+
+  constructor(io: ApplyIO) {
+    this.#io = io;
+    this.#slots = io.slots ?? new FairSlots(io.concurrency).lane('');
+  }
+
+  run(transfers: readonly Transfer[]): Promise<Outcome[]> {
+    if (transfers.length === 0) return Promise.resolve([]);
+    return new Promise<Outcome[]>((resolve) => {
+      const batch: Batch = { outcomes: new Array(transfers.length), left: transfers.length, resolve };
+      transfers.forEach((action, index) => this.#turns.add({ path: action.path, action, index, batch }));
+      this.#total += transfers.length;
+      this.#io.events?.progress(this.#done, this.#total);
+      const wanted = Math.min(Math.max(1, this.#io.concurrency), this.#workers + this.#turns.size);
+      while (this.#workers < wanted) {
+        this.#workers++;
+        void this.#work();
+      }
+    });
+  }
+
+  async #work(): Promise<void> {
+    for (let next = this.#turns.next(); next; next = this.#turns.next()) {
+      const { action, index, batch } = next;
+      const outcome = await this.#slots.runExclusive(() => runTransfer(this.#io, action));
+      this.#io.events?.progress(++this.#done, this.#total);
+      batch.outcomes[index] = withoutContent(outcome);
+      if (--batch.left === 0) batch.resolve(batch.outcomes);
+    }
+    this.#workers--;
+  }
+}
+
+interface Batch {
+  outcomes: Outcome[];
+  left: number;
+  resolve(outcomes: Outcome[]): void;
+}
+
+interface Queued {
+  path: string;
+  action: Transfer;
+  index: number;
+  batch: Batch;
+}
+
+/** One transfer, in its slot: never throws, every problem is its outcome. */
+async function runTransfer(io: ApplyIO, action: Transfer): Promise<Outcome> {
+  const learned: RemoteChange[] = [];
+  if (io.signal.aborted) return { action, result: { kind: 'cut_off' }, learned };
+  try {
+    if (action.type === 'rename_local') return await renameLocalThen(io, action, learned);
+    return { action, result: await perform(io, action, learned), learned };
+  } catch (err) {
+    return { action, result: failure(io, err), learned };
+  }
+}
+
+/** The outcome without the pull's content (its own, or its rename's follow-up's). */
+function withoutContent(outcome: Outcome): Outcome {
+  const action = bare(outcome.action);
+  const then = outcome.then && withoutContent(outcome.then);
+  if (action === outcome.action && then === outcome.then) return outcome;
+  return { ...outcome, action, ...(then && { then }) };
+}
+
+function bare<T extends Transfer>(action: T): T {
+  if (action.type === 'pull' && action.content !== undefined) {
+    const { content: _written, ...rest } = action;
+    return rest as T;
+  }
+  if (action.type === 'rename_local' && action.then?.type === 'pull' && action.then.content !== undefined) {
+    return { ...action, then: bare(action.then) };
+  }
+  return action;
 }
 
 function perform(io: ApplyIO, action: Transfer, learned: RemoteChange[]): Promise<Result> {
@@ -143,11 +217,12 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
   if (bytes.byteLength > MAX_MEMORY_BYTES) {
     return skipped('remote_too_large', `remote memory is ${bytes.byteLength} bytes, over the ${MAX_MEMORY_BYTES}-byte limit; not written`);
   }
-  const sha = sha256Hex(bytes);
-  if (sha !== expectedSha) throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
+  if (sha256Hex(bytes) !== expectedSha) throw new StoreError('rejected', `the store returned content for ${path} that does not match its sha256`);
 
   try {
-    return await place(io, action, bytes, { sha, ...(versionId !== undefined && { versionId }) });
+    // The listing's string, equal to the one just computed: the baseline and the remote view
+    // then share one copy of each sha instead of holding two.
+    return await place(io, action, bytes, { sha: expectedSha, ...(versionId !== undefined && { versionId }) });
   } catch (err) {
     if (err instanceof FolderRefusal) return skipped(err.code, `not written: ${err.message}`);
     // One name the disk cannot hold never fails the rest.

@@ -1,4 +1,6 @@
-import { applyPlan, handOverNotedConflicts, type ApplyIO } from './apply.js';
+import { setMaxListeners } from 'node:events';
+import { applyPlan, handOverNotedConflicts, TransferStream, type ApplyIO } from './apply.js';
+import { downloadByFolder } from './folder-download.js';
 import { ToldAtCommit } from './told-at-commit.js';
 import type { Outcome } from '../decide/outcome.js';
 import { FairSlots, type StoreSlots } from '../remote/fair-slots.js';
@@ -7,7 +9,7 @@ import { errorCode } from '../local/file-system.js';
 import { CARRY_BUDGET_BYTES, MARKER_FILE, MAX_MEMORY_BYTES } from '../model/limits.js';
 import { assessFolder } from '../decide/folder-trust.js';
 import { readMarker, writeMarker } from '../local/marker.js';
-import { planStore, type Plan, type RemoteEntry } from '../decide/plan.js';
+import { mergePlans, planStore, type Plan, type RemoteEntry } from '../decide/plan.js';
 import { decidePass, type PassDecision } from '../decide/pass-decision.js';
 import { baselineIdsAfter } from '../decide/renames.js';
 import type { StoreReasonCode } from '../model/reasons.js';
@@ -19,7 +21,8 @@ import { scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from
 import { emptyPassReport, settle, type PassReport, type Settled } from '../decide/settle.js';
 import type { StoreClient } from '../remote/store-client.js';
 import type { StoreFolder } from '../local/store-folder.js';
-import { listStore } from '../remote/store-listing.js';
+import { listStore, listWhole } from '../remote/store-listing.js';
+import type { ContentLane } from '../remote/content-budget.js';
 import { emptySyncState, type RecordedState, type SyncState } from '../model/sync-state.js';
 import type { LastScan } from '../decide/unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
@@ -47,6 +50,12 @@ export interface StoreSyncDeps {
   concurrency: number;
   /** This store's lane of the session's transfer slots, shared fairly by all its stores. */
   pool?: StoreSlots;
+  /**
+   * This store's lane of the session's bound on content listed and not yet written
+   * (content-budget.ts). Given, a materialize downloads folder by folder (folder-download.ts);
+   * absent, it lists the whole store before it writes.
+   */
+  contentBudget?: ContentLane;
   /** When passes list the store in full rather than read the change feed. */
   listing?: ListingPolicy;
   /** How long (ms) a feed read may take before the pass lists in full instead. */
@@ -253,7 +262,7 @@ export class StoreSync {
   }
 
   async #download(signal: AbortSignal, opts: { materializing?: boolean }): Promise<{ written: string[]; skipped: PathReport[] }> {
-    const { client, logger } = this.deps;
+    const { client } = this.deps;
     const storeId = this.mount.memoryStoreId;
     // Whatever happens below, no earlier baseline may outlive this download: files gone from a
     // wiped folder must never read as the agent's deletions if the listing fails part-way. What
@@ -270,8 +279,17 @@ export class StoreSync {
     this.#remote.forget();
     // The marker exists now: if its name in upper case finds it too, the disk ignores case.
     this.#caseInsensitive = (await this.#folder.stat(`/${MARKER_FILE.toUpperCase()}`)) !== null;
+    let probed = false;
+    if (opts.materializing && this.deps.contentBudget && !this.#caseInsensitive) {
+      const byFolder = await this.#downloadByFolder(signal, this.deps.contentBudget, before);
+      if (byFolder) return byFolder;
+      probed = true;
+    }
     const startedMs = performance.now();
-    const listed = await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
+    // The folder listing already said there is no fan-out to make: one plain list.
+    const listed = probed
+      ? await listWhole(client, storeId, { withContent: true, signal })
+      : await listStore(client, storeId, { withContent: true, signal, pool: this.#pool });
     this.#remote.adoptListing(listed, { startedMs, endedMs: performance.now() }, (this.deps.now ?? Date.now)());
     const index = indexRemote(listed, { caseInsensitiveDisk: this.#caseInsensitive });
     for (const { path, code, reason } of index.skipped) this.warnOnce(`remote:${path}:${code}`, `remote memory skipped: ${reason}`, { path });
@@ -290,9 +308,63 @@ export class StoreSync {
       }
       remote.set(path, typeof memory?.content === 'string' ? { ...entry, content: memory.content } : entry);
     }
-    // No baseline, no files: every memory is `new_remote`, so neither the clock nor the
-    // deletion mode can matter.
-    const plan = planStore({
+    const plan = this.#downloadPlan(remote);
+    plan.skipped.push(...oversize);
+    // A download's pulls are not news to listeners: only its progress is told.
+    const events = this.deps.events && progressOnly(this.deps.events);
+    const acted = await this.#act(plan, signal, events, null, undefined, opts.materializing);
+    return this.#downloaded(signal, before, plan, index.remote, acted, index.skipped);
+  }
+
+  /**
+   * A materialize's download folder by folder (folder-download.ts), each folder's pulls through
+   * one `TransferStream` as its listing answers; null when the store cannot be fanned out (and
+   * nothing was written). A listing that fails fails the download once what was written is
+   * settled.
+   */
+  async #downloadByFolder(
+    signal: AbortSignal,
+    budget: ContentLane,
+    before: ReadonlyMap<string, string> | null,
+  ): Promise<{ written: string[]; skipped: PathReport[] } | null> {
+    const stop = new AbortController();
+    const stopped = AbortSignal.any([signal, stop.signal]);
+    // Every listing and transfer of the download listens to it, as to the mounter's own.
+    setMaxListeners(0, stopped);
+    const events = this.deps.events && progressOnly(this.deps.events);
+    const told = events ? new ToldAtCommit(events) : null;
+    const stream = new TransferStream(this.#applyIO(stopped, told, undefined, true));
+    const download = await downloadByFolder({
+      client: this.deps.client,
+      storeId: this.mount.memoryStoreId,
+      signal: stopped,
+      abort: (reason) => stop.abort(reason),
+      pool: this.#pool,
+      budget,
+      run: (transfers) => stream.run(transfers),
+      plan: (remote) => this.#downloadPlan(remote),
+    });
+    if (!download) return null;
+    const plan = mergePlans(download.plans);
+    for (const outcome of download.outcomes) plan.transfers.push(outcome.action);
+    for (const report of download.oversize) plan.skipped.push(report);
+    const acted: Acted = { outcomes: download.outcomes, told };
+    if (download.failure) {
+      // A listing that failed is no view of the store: the view stays forgotten, as after a
+      // whole listing that failed. What was written is settled (and the folder's handles let
+      // go) before the failure is told.
+      await this.#downloaded(stopped, before, plan, download.remote, acted, download.refused).catch(() => {});
+      throw download.failure.error;
+    }
+    // Adopted before the commit learns the download's own answers: a listing replaces what the view knew.
+    this.#remote.adoptListing(download.listed, { startedMs: download.listedFrom, endedMs: download.listedUntil }, (this.deps.now ?? Date.now)());
+    for (const { path, code, reason } of download.refused) this.warnOnce(`remote:${path}:${code}`, `remote memory skipped: ${reason}`, { path });
+    return this.#downloaded(signal, before, plan, download.remote, acted, download.refused);
+  }
+
+  /** The download's plan for `remote`: no baseline, no files, so every memory is `new_remote` and neither the clock nor the deletion mode can matter. */
+  #downloadPlan(remote: Map<string, RemoteEntry>): Plan {
+    return planStore({
       access: this.mount.access,
       deletionMode: this.deps.deletionMode,
       now: 0,
@@ -305,10 +377,17 @@ export class StoreSync {
       missingSince: new Map(),
       refused: new Map(),
     });
-    plan.skipped.push(...oversize);
-    // A download's pulls are not news to listeners: only its progress is told.
-    const events = this.deps.events && progressOnly(this.deps.events);
-    const acted = await this.#act(plan, signal, events, null, undefined, opts.materializing);
+  }
+
+  /** Folds and commits a download's outcomes, and fails it (all or nothing for materialize) as the first failure in path order says. */
+  async #downloaded(
+    signal: AbortSignal,
+    before: ReadonlyMap<string, string> | null,
+    plan: Plan,
+    remote: ReadonlyMap<string, { sha: string }>,
+    acted: Acted,
+    indexSkipped: readonly PathReport[],
+  ): Promise<{ written: string[]; skipped: PathReport[] }> {
     const { outcomes } = acted;
     const settled = settle(this.state, plan, outcomes);
     // The re-download rule (redownload-rule.ts): a file the agent made meanwhile at a memory's
@@ -317,7 +396,7 @@ export class StoreSync {
     // download fails; only a download that ends whole forgets them.
     if (before) {
       const left = new Set(outcomes.filter(({ action, result }) => action.type === 'pull' && result.kind === 'skipped' && LEFT_FOR_THE_AGENT.has(result.code)).map((o) => o.action.path));
-      const { restored, waiting } = takeUpAgreed(before, settled.state.baseline, (path) => index.remote.get(path)?.sha, (path) => left.has(path));
+      const { restored, waiting } = takeUpAgreed(before, settled.state.baseline, (path) => remote.get(path)?.sha, (path) => left.has(path));
       if (restored.size > 0) settled.state.baseline = new Map([...settled.state.baseline, ...restored]);
       this.#clearedBaseline = waiting;
     }
@@ -328,12 +407,14 @@ export class StoreSync {
     }
     // All or nothing for materialize: the first failure (in path order) is the download's.
     signal.throwIfAborted();
-    const failed = outcomes.find((o) => o.result.kind === 'failed');
+    const failed = outcomes
+      .filter((o) => o.result.kind === 'failed')
+      .sort((a, b) => (a.action.path < b.action.path ? -1 : a.action.path > b.action.path ? 1 : 0))[0];
     if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
     if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
     this.#clearedBaseline = null;
-    logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
-    return { written: [...report.pulled].sort(), skipped: [...index.skipped, ...report.skippedPaths] };
+    this.deps.logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
+    return { written: [...report.pulled].sort(), skipped: [...indexSkipped, ...report.skippedPaths] };
   }
 
   /**
@@ -596,20 +677,7 @@ export class StoreSync {
     materializing?: boolean,
   ): Promise<Acted> {
     const told = events ? new ToldAtCommit(events) : null;
-    const io: ApplyIO = {
-      folder: this.#folder,
-      client: this.deps.client,
-      memoryStoreId: this.mount.memoryStoreId,
-      logger: this.deps.logger,
-      signal,
-      concurrency: this.deps.concurrency,
-      ...(told && { events: told }),
-      slots: this.#pool,
-      ...(carried && { carried }),
-      ...(materializing && { materializing }),
-      feedUsable: this.#remote.feedUsable(),
-      ...(this.deps.beforeSend && { beforeSend: this.deps.beforeSend }),
-    };
+    const io = this.#applyIO(signal, told, carried, materializing);
     this.#acting = decided;
     try {
       const outcomes = await applyPlan(io, plan.transfers);
@@ -623,6 +691,24 @@ export class StoreSync {
     } finally {
       this.#acting = null;
     }
+  }
+
+  /** How this store's transfers reach the seams, for a pass's plan or a download's stream. */
+  #applyIO(signal: AbortSignal, events: StoreEvents | null | undefined, carried?: LocalSnapshot['carried'], materializing?: boolean): ApplyIO {
+    return {
+      folder: this.#folder,
+      client: this.deps.client,
+      memoryStoreId: this.mount.memoryStoreId,
+      logger: this.deps.logger,
+      signal,
+      concurrency: this.deps.concurrency,
+      ...(events && { events }),
+      slots: this.#pool,
+      ...(carried && { carried }),
+      ...(materializing && { materializing }),
+      feedUsable: this.#remote.feedUsable(),
+      ...(this.deps.beforeSend && { beforeSend: this.deps.beforeSend }),
+    };
   }
 
   /**

@@ -25,10 +25,38 @@ export async function listStore(
   opts: { withContent: boolean; signal: AbortSignal; pool: TransferSlots },
 ): Promise<StoreMemory[]> {
   const { withContent, signal, pool } = opts;
-  const wholeList = () => listAll(() => client.list(storeId, { withContent, signal }));
-  const listFolder = client.listFolder?.bind(client);
-  if (!listFolder) return wholeList();
+  const level = await fanOutLevel(client, storeId, { withContent, signal });
+  if (level === null) return listWhole(client, storeId, { withContent, signal });
+  const listed = await Promise.all(
+    level.folders.map((prefix) => pool.runExclusive(() => listWhole(client, storeId, { withContent, signal, pathPrefix: prefix }))),
+  );
+  const memories = [...level.memories];
+  for (const part of listed) for (const memory of part) memories.push(memory);
+  return memories;
+}
 
+/** The level a fan-out starts from: its own memories, and its sub-folders (wire form, with their trailing `/`), each to be listed whole. */
+export interface FanOutLevel {
+  /** The folder listed last (`/`, or the lone folder descended into), wire form with its trailing `/`. */
+  folder: string;
+  memories: StoreMemory[];
+  folders: string[];
+}
+
+/**
+ * The first step of a fan-out (see `listStore`): the root listed one level deep, descended while
+ * it holds a single folder and nothing else. Null when there is no fan-out to make: the client
+ * has no `listFolder`, or a roll-up is not a sub-folder of the folder listed (then one plain
+ * `list`, which needs no roll-up at all).
+ */
+export async function fanOutLevel(
+  client: StoreClient,
+  storeId: string,
+  opts: { withContent: boolean; signal: AbortSignal },
+): Promise<FanOutLevel | null> {
+  const { withContent, signal } = opts;
+  const listFolder = client.listFolder?.bind(client);
+  if (!listFolder) return null;
   const memories: StoreMemory[] = [];
   let folder = '/';
   let folders: string[] = [];
@@ -42,7 +70,7 @@ export async function listStore(
         here++;
       } else if (isSubFolder(folder, entry.path)) {
         if (!folders.includes(entry.path)) folders.push(entry.path);
-      } else return wholeList();
+      } else return null;
     }
     // A lone folder and nothing beside it: its own sub-folders fan out better.
     if (here === 0 && folders.length === 1 && depth < MAX_PATH_SEGMENTS) {
@@ -51,11 +79,17 @@ export async function listStore(
     }
     break;
   }
-  const listed = await Promise.all(
-    folders.map((prefix) => pool.runExclusive(() => listAll(() => client.list(storeId, { withContent, pathPrefix: prefix, signal })))),
-  );
-  for (const part of listed) memories.push(...part);
-  return memories;
+  return { folder, memories, folders };
+}
+
+/** Every memory of the store, or of the folder `pathPrefix` and below: one `list` walked page after page. */
+export function listWhole(
+  client: StoreClient,
+  storeId: string,
+  opts: { withContent: boolean; signal: AbortSignal; pathPrefix?: string },
+): Promise<StoreMemory[]> {
+  const { withContent, signal, pathPrefix } = opts;
+  return listAll(() => client.list(storeId, { withContent, signal, ...(pathPrefix !== undefined && { pathPrefix }) }));
 }
 
 /** `path` is a folder one segment below `folder`, in wire form with its trailing `/` (what a `depth=1` roll-up is). */

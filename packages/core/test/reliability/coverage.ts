@@ -47,7 +47,8 @@ export const coverage = {
   casesUsingFeed: 0,
   feedReads: 0,
   passesByFeedAlone: 0,
-  /** Folder watches the engine started (real-disk cases on Linux), and the events they reported. */
+  /** Cases on the real disk; folder watches the engine started there (Linux), and the events they reported. */
+  casesOnRealDisk: 0,
   watchesStarted: 0,
   watchEvents: 0,
   passesFeedThenListing: 0,

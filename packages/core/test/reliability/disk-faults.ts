@@ -65,10 +65,15 @@ export class DiskFaults {
 
 /** The engine's FileSystem with the queued disk faults played on it; everything else passes through. */
 class DiskFaultFileSystem implements FileSystem {
+  /** The inner filesystem's watch, passed through: without it every fuzz case ran with the watch off. */
+  readonly watchDir?: FileSystem['watchDir'];
+
   constructor(
     private readonly inner: FileSystem,
     private readonly faults: DiskFaults,
-  ) {}
+  ) {
+    if (inner.watchDir) this.watchDir = inner.watchDir.bind(inner);
+  }
 
   lstat(path: string): Promise<FileStat | null> {
     return this.inner.lstat(path);

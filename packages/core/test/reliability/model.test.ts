@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FUZZ_DISKS, randomCases } from './run-case.js';
 import { coverage, resetCoverage } from './coverage.js';
 import type { Scenario } from './world.js';
@@ -33,6 +33,12 @@ async function check(name: string, disk: fc.Arbitrary<Scenario['disk']>, numRuns
   await fc.assert(randomCases(disk), { numRuns, seed });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`model ${name}: seed=${seed} runs=${numRuns} violations=0 in ${seconds} s`, JSON.stringify({ exercised: coverage }));
+  // Cases on the real disk run with the folder watch on (Linux): a wrapper of the test's that
+  // drops `watchDir` would silently turn it off for every case, as one once did.
+  if (process.platform === 'linux' && coverage.casesOnRealDisk > 0) {
+    expect(coverage.watchesStarted, 'folder watches started on the real disk').toBeGreaterThan(0);
+    expect(coverage.watchEvents, 'folder watch events heard on the real disk').toBeGreaterThan(0);
+  }
 }
 
 describe('model-based random testing', () => {

@@ -227,6 +227,7 @@ export class Case implements RequestObserver {
 
   /** Builds the host, seeds both stores and materializes them. */
   static async open(scenario: Scenario, sabotage: Sabotage = {}): Promise<Case> {
+    if (scenario.disk === 'node') coverage.casesOnRealDisk++;
     const disk = scenario.disk === 'node' ? await nodeHostDisk() : memfsHostDisk();
     const c = new Case(scenario, disk);
     coverage.cases++;

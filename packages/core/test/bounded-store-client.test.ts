@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError, type StoreClient, type StoreMemory, type StoreMemoryVersion } from '@memory-mounter/core';
-import { BoundedStoreClient, type BoundedStoreClientOptions } from '../src/remote/bounded-store-client.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Attempt, BoundedStoreClient, type BoundedStoreClientOptions } from '../src/remote/bounded-store-client.js';
 import { RequestCounter } from '../src/remote/request-count.js';
 
 /** The StoreClient decorator alone: each call bounded, the safe ones retried (SPEC 6.2). */
@@ -535,5 +537,39 @@ describe('requests are counted per store as each attempt ends: calls made, and t
     expect(requests.of('content').total).toBe(3);
     await failure(collect(bounded(scripted({ list: paged(250, 100, { tell: false, failAfter: 1 }) }), { requests }).list('failed')));
     expect(requests.of('failed').total).toBe(2);
+  });
+});
+
+describe('an attempt holds no answer it has handed over', () => {
+  // A listing is one attempt of thousands of guarded steps. Each step raced against one
+  // long-lived promise left a reaction on it that kept the step's answer reachable until the
+  // attempt ended: every page's items twice over, promoted by the scavenger, for nothing.
+  it('a guarded answer the caller dropped is collectable while the attempt lives on', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const attempt = new Attempt('list', 60_000, undefined);
+    let answer: { items: number[] } | null = { items: Array.from({ length: 1000 }, (_, i) => i) };
+    const weak = new WeakRef(answer);
+    expect((await attempt.guard(() => Promise.resolve(answer!))).items).toHaveLength(1000);
+    answer = null;
+    // Let the guard's own settling run, then collect.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(weak.deref()).toBeUndefined();
+    // The attempt is still alive here, and still guards.
+    await expect(attempt.guard(() => Promise.resolve(1))).resolves.toBe(1);
+    attempt.end();
+  });
+
+  it('a step guarded after the attempt stopped fails at once with why it stopped', async () => {
+    const deadline = new AbortController();
+    const attempt = new Attempt('list', 60_000, deadline.signal);
+    const pending = attempt.guard(never);
+    deadline.abort(new Error('pass deadline'));
+    await expect(pending).rejects.toThrow(/store list aborted: pass deadline/);
+    let called = false;
+    await expect(attempt.guard(() => ((called = true), Promise.resolve(1)))).rejects.toThrow(/store list aborted: pass deadline/);
+    expect(called).toBe(false);
+    attempt.end();
   });
 });

@@ -239,10 +239,10 @@ export class BoundedStoreClient implements StoreClient {
 
 /**
  * One try of one call: the signal its inner call gets, aborted when the call times out or the
- * caller's signal aborts, and a race that fails at that moment whether or not the inner call
- * ever settles.
+ * caller's signal aborts, and a guard that fails at that moment whether or not the inner call
+ * ever settles. Exported for its test.
  */
-class Attempt {
+export class Attempt {
   readonly signal: AbortSignal;
   timedOut = false;
   /** Requests this attempt sent: a call made, or (for a listing) each page its client requested. */
@@ -250,7 +250,15 @@ class Attempt {
   /** Pages a listing's client said it requested (`onPage`); see `collect`. */
   pages = 0;
   readonly #controller = new AbortController();
-  readonly #stopped: Promise<never>;
+  /** Why the attempt stopped (its timeout or the deadline), once it has. */
+  #stoppedWith: StoreError | null = null;
+  /**
+   * The guarded calls still waiting, each by its reject. A call leaves the set when it settles,
+   * so a listing of 10,000 items, one guarded step each, holds one entry at a time: racing each
+   * step against one long-lived promise instead left a reaction on it per step, every item's
+   * answer reachable until the attempt ended.
+   */
+  readonly #waiting = new Set<(err: StoreError) => void>();
   readonly #timer: NodeJS.Timeout;
   readonly #deadline: AbortSignal | undefined;
   readonly #onDeadline: () => void;
@@ -258,17 +266,18 @@ class Attempt {
   constructor(operation: Operation, timeoutMs: number, deadline: AbortSignal | undefined) {
     this.signal = this.#controller.signal;
     this.#deadline = deadline;
-    let stop!: (err: StoreError) => void;
-    this.#stopped = new Promise<never>((_, reject) => {
-      stop = reject;
-    });
-    // Nobody may be racing it at the moment it fires (between two pages, say).
-    this.#stopped.catch(() => undefined);
+    // Nobody may be waiting at the moment it fires (between two pages, say): the next guard then fails at once.
+    const stop = (err: StoreError): void => {
+      if (this.#stoppedWith) return;
+      this.#stoppedWith = err;
+      for (const reject of this.#waiting) reject(err);
+      this.#waiting.clear();
+    };
     const seconds = timeoutMs / 1000;
     this.#timer = setTimeout(() => {
       this.timedOut = true;
       const err = new StoreError('unavailable', `store ${operation} timed out after ${seconds}s`);
-      // Settled first, so the race reports the timeout, not the inner call's reaction to the abort.
+      // Settled first, so the guard reports the timeout, not the inner call's reaction to the abort.
       stop(err);
       this.#controller.abort(err);
     }, timeoutMs);
@@ -284,12 +293,23 @@ class Attempt {
 
   /** The inner call, or this attempt's timeout or abort, whichever comes first. */
   guard<T>(call: () => PromiseLike<T>): Promise<T> {
-    if (this.signal.aborted) return this.#stopped;
-    // A client may throw synchronously; that is a failed call like any other.
-    const inner = new Promise<T>((resolve) => resolve(call()));
-    // Abandoned on timeout: its eventual rejection must not go unhandled.
-    inner.then(undefined, () => undefined);
-    return Promise.race([inner, this.#stopped]);
+    if (this.#stoppedWith) return Promise.reject(this.#stoppedWith);
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.add(reject);
+      const settled = () => this.#waiting.delete(reject);
+      // A client may throw synchronously; that is a failed call like any other. Once the attempt
+      // has stopped, the inner call's answer (or rejection) settles nothing and is dropped, handled.
+      new Promise<T>((inner) => inner(call())).then(
+        (value) => {
+          settled();
+          resolve(value);
+        },
+        (err: unknown) => {
+          settled();
+          reject(err);
+        },
+      );
+    });
   }
 
   /** One request: the call, counted when it is made (an attempt stopped before it sends nothing). */

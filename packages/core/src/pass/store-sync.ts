@@ -508,6 +508,12 @@ export class StoreSync {
     // reading what the kernel queued); one that comes later marks its folder for the next pass,
     // as a change made after the scan would.
     const reuse = this.#scanReuse(opts);
+    // The last quiet pass stands only for a pass that observes nothing new and ends quiet: taken
+    // before the scan, so a pass that fails after it (the store unreachable, a time bound) leaves
+    // none behind. Otherwise the next pass, listing no folder the watch saw change, would take
+    // this scan's new files for the quiet pass's and plan nothing for them.
+    const quiet = this.#quiet;
+    this.#quiet = null;
     if (reuse?.trust) for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     let first = true;
     const scan = () => {
@@ -599,8 +605,6 @@ export class StoreSync {
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
     report.read = read.source;
-    const quiet = this.#quiet;
-    this.#quiet = null;
     if (quiet && !opts.pushOnly && this.#clearedBaseline === null && scanned.listedFolders === 0 && snapshot.marker === 'ok' && snapshot.blocked.size === 0 && sameQuiet(quiet, read.index, state)) {
       // Nothing listed, nothing read: the same files, the same memories, the same state as the
       // pass that found all of them unchanged. Its plan was empty; this one's would be too.

@@ -59,7 +59,7 @@ function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
     since: ns(-2_000),
     seen: new Map(),
     mark: { at: ns(0), localMs: 1_000 },
-    gone: new Set(),
+    gone: new Map(),
     listingUnchecked: false,
     listingChain: 0,
     ...over,
@@ -401,7 +401,7 @@ describe('the first read after a full listing checks it (listed_while_written)',
   });
 
   it("the deletion of a memory known gone (this session's own delete, learned after the listing): folds", () => {
-    const gone = listedState({ memories: new Map([['mem_b', known('/d/b.md', 'B1', 'vb1', 0)]]), gone: new Set(['mem_a']) });
+    const gone = listedState({ memories: new Map([['mem_b', known('/d/b.md', 'B1', 'vb1', 0)]]), gone: new Map([['mem_a', null]]) });
     const result = folded(foldVersions(gone, [v('va2', 'mem_a', 'deleted', null, null, 500)], READ));
     expect(result.state.listingUnchecked).toBe(false);
   });
@@ -506,13 +506,14 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
   it('a deleted version folded: the memory leaves the view and is known gone, whether the view knew it or not', () => {
     const result = folded(foldVersions(state(), [v('va2', 'mem_a', 'deleted', null, null, 100), v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 50), v('vz2', 'mem_z', 'deleted', null, null, 60)], READ));
     expect(result.state.memories.has('mem_a')).toBe(false);
-    expect([...result.state.gone].sort()).toEqual(['mem_a', 'mem_z']);
+    expect([...result.state.gone.keys()].sort()).toEqual(['mem_a', 'mem_z']);
+    expect(result.state.gone.get('mem_z')).toBe(ns(60));
   });
 
   it('a listing, which cannot show a deletion, keeps what is known gone, but not a memory it lists after all', () => {
-    const before = state({ gone: new Set(['mem_a', 'mem_x']) });
+    const before = state({ gone: new Map([['mem_a', null], ['mem_x', null]]) });
     const listed = [{ id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' }];
-    expect([...stateFromListing(before, listed, READ).gone]).toEqual(['mem_x']);
+    expect([...stateFromListing(before, listed, READ).gone.keys()]).toEqual(['mem_x']);
   });
 
   it('a listing that misses a memory does not make it gone: only the store saying so does', () => {
@@ -521,17 +522,43 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
 
   it('learned: a deletion (own delete, not_found) is known gone; a memory written or fetched is not', () => {
     const memories = new Map(state().memories);
-    const gone = new Set<string>();
+    const gone = new Map<string, bigint | null>();
     learnChange(memories, { kind: 'deleted', memoryId: 'mem_a' }, gone);
-    expect([...gone]).toEqual(['mem_a']);
+    expect([...gone]).toEqual([['mem_a', null]]);
+    // The instant of a deletion the feed showed stays: the answer has none.
+    const shown = new Map<string, bigint | null>([['mem_b', ns(40)]]);
+    learnChange(memories, { kind: 'deleted', memoryId: 'mem_b' }, shown);
+    expect(shown.get('mem_b')).toBe(ns(40));
     learnChange(memories, { kind: 'memory', memory: { id: 'mem_a', path: '/a.md', content_sha256: 'A2' } }, gone);
     expect(gone.size).toBe(0);
   });
 
   it('kept only for the ids a baseline path still names, so it stays bounded by the baseline', () => {
-    const s = state({ gone: new Set(['mem_a', 'mem_x']) });
-    expect([...keepGone(s, new Set(['mem_a'])).gone]).toEqual(['mem_a']);
+    const s = state({ gone: new Map([['mem_a', null], ['mem_x', null]]) });
+    expect([...keepGone(s, new Set(['mem_a'])).gone.keys()]).toEqual(['mem_a']);
     expect(keepGone(s, new Set(['mem_a', 'mem_x']))).toBe(s);
+  });
+
+  it('and for deletions the feed showed at or after where the next read starts: older versions may still come late', () => {
+    // since is ns(-2_000): a deletion at ns(-1_000) is in the next read's reach, one at ns(-3_000) is not.
+    const s = state({ gone: new Map([['mem_x', ns(-1_000)], ['mem_y', ns(-3_000)], ['mem_z', null]]) });
+    expect([...keepGone(s, new Set()).gone.keys()]).toEqual(['mem_x']);
+  });
+
+  // The fuzz with the folder watch on (seed 20261601, case 2,840): another writer made a memory
+  // and deleted it; one read showed only the deletion (a version missing from it), the next the
+  // creation. Folded, the creation made the memory known again: a read-only store then got a
+  // file for a memory the store no longer held, and kept it.
+  it('a version of a memory the feed showed deleted, stamped before that deletion and shown late, brings nothing back', () => {
+    const first = folded(foldVersions(state(), [v('vg2', 'mem_g', 'deleted', null, null, 200)], READ));
+    expect(first.state.gone.get('mem_g')).toBe(ns(200));
+    const late = foldVersions(first.state, [v('vg1', 'mem_g', 'created', '/g/h.md', 'G1', 100)], READ);
+    const second = folded(late);
+    expect(second.state.memories.has('mem_g')).toBe(false);
+    expect(second.state.gone.has('mem_g')).toBe(true);
+    expect(second.changed).toBe(0);
+    // Kept by the bound while the next read can reach it, though no baseline path names it.
+    expect(keepGone(second.state, new Set()).gone.has('mem_g')).toBe(true);
   });
 });
 

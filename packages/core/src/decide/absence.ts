@@ -31,7 +31,7 @@ export const MAX_ABSENCE_GETS = 8;
 
 export interface AbsenceEvidence {
   /** Ids of memories the store said are deleted, this session. */
-  gone: ReadonlySet<string>;
+  gone: { has(memoryId: string): boolean; readonly size: number };
   /** The memories the remote view holds, by id (whatever their path, indexed or set aside). */
   held: { has(memoryId: string): boolean };
   /** The serial of the full listing the remote view rests on (counted by the view, from 1). */

@@ -62,9 +62,12 @@ export interface RemoteFeedState {
   /**
    * Ids of memories the store itself said are deleted (a `deleted` version folded, this session's
    * delete, a `not_found`), until a listing, version or write shows them again: what corroborates
-   * a memory's absence (absence.ts), where a listing's silence alone does not.
+   * a memory's absence (absence.ts), where a listing's silence alone does not. Each with the
+   * `created_at` of the deleted version when the feed showed it (null when learned otherwise):
+   * a deletion is final, so a version of that memory stamped no later than it, which the feed
+   * shows only now, is one it showed late, and brings nothing back (`foldVersions`).
    */
-  gone: ReadonlySet<string>;
+  gone: ReadonlyMap<string, Instant | null>;
   /**
    * The state rests on a full listing that no feed read has been folded after yet, and that
    * listing is to be checked by the first one (see `foldVersions`): a paged listing another
@@ -157,7 +160,7 @@ export type FoldResult =
   | { kind: 'doubt'; doubt: FeedDoubt };
 
 export function emptyFeedState(): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Set(), listingUnchecked: false, listingChain: 0 };
+  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Map(), listingUnchecked: false, listingChain: 0 };
 }
 
 /**
@@ -166,7 +169,7 @@ export function emptyFeedState(): RemoteFeedState {
  * stays: it is about the server, not about this store's content.
  */
 export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Set(), listingUnchecked: false, listingChain: 0 };
+  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Map(), listingUnchecked: false, listingChain: 0 };
 }
 
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
@@ -249,11 +252,17 @@ export function foldVersions(
     else byMemory.set(stamped.version.memory_id, [stamped]);
   }
   let memories: Map<string, KnownMemory> | undefined;
-  let gone: Set<string> | undefined;
+  let gone: Map<string, Instant | null> | undefined;
   const moved = new Set<string>();
   let changed = 0;
-  for (const [memoryId, stamped] of byMemory) {
-    stamped.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  for (const [memoryId, all] of byMemory) {
+    all.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+    // A memory the feed showed deleted: its versions stamped no later than that deletion were
+    // shown late (a version missing from one read, there in the next). Folded, the first of them
+    // would make the memory known again, a memory the store no longer holds.
+    const goneAt = state.gone.get(memoryId);
+    const stamped = goneAt == null ? all : all.filter((s) => s.version.operation === 'deleted' || s.at > goneAt);
+    if (stamped.length === 0) continue;
     const step = foldMemory(state.memories.get(memoryId), stamped);
     if (step.kind === 'doubt') return step;
     // Gone by the end of this read, whether known before or not: the store said so.
@@ -261,9 +270,9 @@ export function foldVersions(
     if (state.listingUnchecked && (step.kind !== 'keep' || (!state.memories.has(memoryId) && !(deleted && state.gone.has(memoryId))))) {
       return doubt('listed_while_written', `memory ${memoryId} has a version the last full listing does not account for: another writer acted while it paged`);
     }
-    if (deleted !== state.gone.has(memoryId) && (deleted || step.kind === 'set')) {
-      gone ??= new Set(state.gone);
-      if (deleted) gone.add(memoryId);
+    if (deleted ? state.gone.get(memoryId) !== stamped.at(-1)!.at : state.gone.has(memoryId) && step.kind === 'set') {
+      gone ??= new Map(state.gone);
+      if (deleted) gone.set(memoryId, stamped.at(-1)!.at);
       else gone.delete(memoryId);
     }
     if (step.kind === 'keep') continue;
@@ -483,7 +492,7 @@ export function stateFromListing(
   }
   // A deletion the store reported stays known across the listing (which cannot show it), unless
   // the listing shows the memory after all (the `not_found` was spurious).
-  const gone = new Set([...previous.gone].filter((id) => !memories.has(id)));
+  const gone = new Map([...previous.gone].filter(([id]) => !memories.has(id)));
   const listingChain = accounted?.doubt === 'listed_while_written' ? previous.listingChain + 1 : 0;
   return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: listingChain < LISTING_CHAIN_MAX, listingChain };
 }
@@ -549,20 +558,26 @@ function serverAtLeast(mark: ServerClockMark, localMs: number): Instant {
 }
 
 /** Folds what this session's own write or fetch returned into `memories` and `gone` (both mutated). */
-export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Set<string>): void {
+export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Map<string, Instant | null>): void {
   if (change.kind === 'deleted') {
     memories.delete(change.memoryId);
-    gone?.add(change.memoryId);
+    // The instant of a deletion the feed showed is kept: this answer has none.
+    if (!gone?.has(change.memoryId)) gone?.set(change.memoryId, null);
   } else {
     memories.set(change.memory.id, knownFrom(change.memory));
     gone?.delete(change.memory.id);
   }
 }
 
-/** The state with `gone` cut down to the ids in `keep` (the ones a baseline path still names): what bounds it. */
+/**
+ * The state with `gone` cut down to what can still matter, which bounds it: the ids in `keep`
+ * (the ones a baseline path still names, whose absence they corroborate), and deletions the feed
+ * showed at or after `since`, older versions of which the next read may still show late.
+ */
 export function keepGone(state: RemoteFeedState, keep: ReadonlySet<string>): RemoteFeedState {
-  if ([...state.gone].every((id) => keep.has(id))) return state;
-  return { ...state, gone: new Set([...state.gone].filter((id) => keep.has(id))) };
+  const kept = ([id, at]: [string, Instant | null]) => keep.has(id) || (at !== null && state.since !== null && at >= state.since);
+  if ([...state.gone].every(kept)) return state;
+  return { ...state, gone: new Map([...state.gone].filter(kept)) };
 }
 
 /** Options of the full-listing cadence, resolved. */

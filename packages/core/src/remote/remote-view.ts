@@ -11,6 +11,7 @@ import {
   learnChange,
   stateFromListing,
   type FeedDoubtCode,
+  type Instant,
   type FullListingReason,
   type KnownMemory,
   type ListedMemory,
@@ -166,7 +167,7 @@ export class RemoteView {
   learn(change: RemoteChange): void {
     // Changed in place: this map is the view's own (a fold that changes anything returns a copy,
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
-    learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Set<string>);
+    learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Map<string, Instant | null>);
     this.#index = null;
     this.#knownAhead++;
     // A deletion only inferred from `not_found`: if the answer was spurious, no version will

@@ -994,3 +994,41 @@ describe('regressions: the 10,000-case runs after issue 21', () => {
   }
 });
 
+describe('regressions: the fuzz with the folder watch on (issue 24)', () => {
+  const scenario = {
+    seedRo: ['/b.md'],
+    requestTimeoutSeconds: 0.05,
+    syncTimeoutSeconds: 0.5,
+    finalSyncTimeoutSeconds: 1,
+    feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 },
+  } as const;
+
+  // Seed 20261601 (real disk) at case 2,840.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a memory another writer made and deleted in a read-only store, seen through a feed gap (${disk}): its file goes`, replay(
+      { disk, ...scenario },
+      [
+        new Reconcile(true),
+        new FeedFaultStep({ kind: 'shape', shape: 'gap', seed: 0 }),
+        new RemoteWrite('ro', '/g/h.md'),
+        new RemoteDelete('ro', '/g/h.md'),
+        new Reconcile(true),
+        new AgentRenameDir('rw', '/g', '/d/e'),
+      ],
+    ));
+  }
+
+  // Seed 854745903 (mixed disks) at case 5,663.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`the agent's file in a read-only store between two outages (${disk}): it is reported`, replay(
+      { disk, ...scenario },
+      [
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new OutageFor(1),
+        new AgentWrite('ro', '/a.md'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new OutageFor(1),
+      ],
+    ));
+  }
+});

@@ -52,6 +52,55 @@ describe('the decide step of a pass', () => {
     expect([...d.unknownWrites]).toEqual([['/a.md', 'S1']]);
   });
 
+  // The fleet (seed 4): a create answered 503 had landed; another worker pulled the memory, its
+  // agent deleted the file, and that worker deleted the memory. Sent again, the create brought
+  // the deleted content back (a resurrection). The feed had shown the memory holding exactly
+  // that content at that path, then its deletion.
+  const absence = (landed?: { path: string; sha: string; id: string }) => ({
+    gone: new Set(landed ? [landed.id] : []),
+    held: new Set<string>(),
+    listing: 1,
+    absentFrom: new Map(),
+    landedThenDeleted: (path: string, sha: string) => (landed && path === landed.path && sha === landed.sha ? landed.id : undefined),
+  });
+
+  it('a create of unknown outcome whose content the store held at that path and then deleted: settled as landed, and the deletion stands', () => {
+    const d = decidePass(
+      input({
+        unknownWrites: new Map([['/b.md', 'S1']]),
+        localFiles: new Map([['/b.md', file('S1')]]),
+        absence: absence({ path: '/b.md', sha: 'S1', id: 'm9' }),
+      }),
+    );
+    expect(d.unknownWrites.size).toBe(0);
+    expect(d.baseline.get('/b.md')).toBe('S1');
+    expect(d.plan.transfers).toEqual([expect.objectContaining({ type: 'delete_local', path: '/b.md' })]);
+  });
+
+  it('the same, with the file edited since: the edit is kept and sent, not deleted', () => {
+    const d = decidePass(
+      input({
+        unknownWrites: new Map([['/b.md', 'S1']]),
+        localFiles: new Map([['/b.md', file('S2')]]),
+        absence: absence({ path: '/b.md', sha: 'S1', id: 'm9' }),
+      }),
+    );
+    expect(d.plan.transfers.map((t) => t.type)).not.toContain('delete_local');
+    expect(d.plan.transfers).toEqual([expect.objectContaining({ path: '/b.md', localSha: 'S2' })]);
+  });
+
+  it('a create of unknown outcome the feed never showed: stays unknown and is sent again (the bytes are kept)', () => {
+    const d = decidePass(
+      input({
+        unknownWrites: new Map([['/b.md', 'S1']]),
+        localFiles: new Map([['/b.md', file('S1')]]),
+        absence: absence({ path: '/b.md', sha: 'OTHER', id: 'm9' }),
+      }),
+    );
+    expect([...d.unknownWrites]).toEqual([['/b.md', 'S1']]);
+    expect(d.plan.transfers).toEqual([expect.objectContaining({ type: 'create', path: '/b.md' })]);
+  });
+
   it('an entry a re-download cleared comes back for a file standing there, and the plan pushes the file', () => {
     const d = decidePass(
       input({

@@ -11,6 +11,8 @@ import {
   formatTimestamp,
   keepGone,
   learnChange,
+  landedThenDeleted,
+  type GoneMemory,
   LISTING_CHAIN_MAX,
   MAX_ELAPSED_CREDIT_MS,
   parseTimestamp,
@@ -401,7 +403,7 @@ describe('the first read after a full listing checks it (listed_while_written)',
   });
 
   it("the deletion of a memory known gone (this session's own delete, learned after the listing): folds", () => {
-    const gone = listedState({ memories: new Map([['mem_b', known('/d/b.md', 'B1', 'vb1', 0)]]), gone: new Map([['mem_a', null]]) });
+    const gone = listedState({ memories: new Map([['mem_b', known('/d/b.md', 'B1', 'vb1', 0)]]), gone: new Map([['mem_a', { at: null }]]) });
     const result = folded(foldVersions(gone, [v('va2', 'mem_a', 'deleted', null, null, 500)], READ));
     expect(result.state.listingUnchecked).toBe(false);
   });
@@ -507,11 +509,13 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
     const result = folded(foldVersions(state(), [v('va2', 'mem_a', 'deleted', null, null, 100), v('vz1', 'mem_z', 'created', '/z.md', 'Z1', 50), v('vz2', 'mem_z', 'deleted', null, null, 60)], READ));
     expect(result.state.memories.has('mem_a')).toBe(false);
     expect([...result.state.gone.keys()].sort()).toEqual(['mem_a', 'mem_z']);
-    expect(result.state.gone.get('mem_z')).toBe(ns(60));
+    expect(result.state.gone.get('mem_z')).toEqual({ at: ns(60), last: { path: '/z.md', sha: 'Z1' } });
+    // The known memory's last state, when the read shows only its deletion.
+    expect(result.state.gone.get('mem_a')).toEqual({ at: ns(100), last: { path: '/a.md', sha: 'A1' } });
   });
 
   it('a listing, which cannot show a deletion, keeps what is known gone, but not a memory it lists after all', () => {
-    const before = state({ gone: new Map([['mem_a', null], ['mem_x', null]]) });
+    const before = state({ gone: new Map([['mem_a', { at: null }], ['mem_x', { at: null }]]) });
     const listed = [{ id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' }];
     expect([...stateFromListing(before, listed, READ).gone.keys()]).toEqual(['mem_x']);
   });
@@ -522,26 +526,26 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
 
   it('learned: a deletion (own delete, not_found) is known gone; a memory written or fetched is not', () => {
     const memories = new Map(state().memories);
-    const gone = new Map<string, bigint | null>();
+    const gone = new Map<string, GoneMemory>();
     learnChange(memories, { kind: 'deleted', memoryId: 'mem_a' }, gone);
-    expect([...gone]).toEqual([['mem_a', null]]);
+    expect([...gone]).toEqual([['mem_a', { at: null, last: { path: '/a.md', sha: 'A1' } }]]);
     // The instant of a deletion the feed showed stays: the answer has none.
-    const shown = new Map<string, bigint | null>([['mem_b', ns(40)]]);
+    const shown = new Map<string, GoneMemory>([['mem_b', { at: ns(40) }]]);
     learnChange(memories, { kind: 'deleted', memoryId: 'mem_b' }, shown);
-    expect(shown.get('mem_b')).toBe(ns(40));
+    expect(shown.get('mem_b')).toEqual({ at: ns(40) });
     learnChange(memories, { kind: 'memory', memory: { id: 'mem_a', path: '/a.md', content_sha256: 'A2' } }, gone);
     expect(gone.size).toBe(0);
   });
 
   it('kept only for the ids a baseline path still names, so it stays bounded by the baseline', () => {
-    const s = state({ gone: new Map([['mem_a', null], ['mem_x', null]]) });
+    const s = state({ gone: new Map([['mem_a', { at: null }], ['mem_x', { at: null }]]) });
     expect([...keepGone(s, new Set(['mem_a'])).gone.keys()]).toEqual(['mem_a']);
     expect(keepGone(s, new Set(['mem_a', 'mem_x']))).toBe(s);
   });
 
   it('and for deletions the feed showed at or after where the next read starts: older versions may still come late', () => {
     // since is ns(-2_000): a deletion at ns(-1_000) is in the next read's reach, one at ns(-3_000) is not.
-    const s = state({ gone: new Map([['mem_x', ns(-1_000)], ['mem_y', ns(-3_000)], ['mem_z', null]]) });
+    const s = state({ gone: new Map([['mem_x', { at: ns(-1_000) }], ['mem_y', { at: ns(-3_000) }], ['mem_z', { at: null }]]) });
     expect([...keepGone(s, new Set()).gone.keys()]).toEqual(['mem_x']);
   });
 
@@ -551,7 +555,7 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
   // file for a memory the store no longer held, and kept it.
   it('a version of a memory the feed showed deleted, stamped before that deletion and shown late, brings nothing back', () => {
     const first = folded(foldVersions(state(), [v('vg2', 'mem_g', 'deleted', null, null, 200)], READ));
-    expect(first.state.gone.get('mem_g')).toBe(ns(200));
+    expect(first.state.gone.get('mem_g')?.at).toBe(ns(200));
     const late = foldVersions(first.state, [v('vg1', 'mem_g', 'created', '/g/h.md', 'G1', 100)], READ);
     const second = folded(late);
     expect(second.state.memories.has('mem_g')).toBe(false);
@@ -652,5 +656,17 @@ describe('contentWindow: which stretch of a basic read to read again with conten
     const versions = [sized(v('vc', 'mem_c', 'created', '/c.md', 'C', 900)), ...filler, sized(v('vd', 'mem_d', 'created', '/d.md', 'D', 2_000))];
     expect(contentWindow(state(), versions, none, 20, 1e9)).toBeNull();
     expect(contentWindow(state(), versions, none, 100, 1e9)).toEqual({ createdAtGte: iso(900), createdAtLte: iso(2_000), count: 62, covers: 2 });
+  });
+});
+
+describe('landedThenDeleted: a write of unknown outcome the store showed holding, then deleted', () => {
+  it('names the deleted memory that last held exactly that sha at that path; nothing else', () => {
+    const gone = new Map<string, GoneMemory>([
+      ['mem_b', { at: ns(10), last: { path: '/b.md', sha: 'B1' } }],
+      ['mem_c', { at: null }],
+    ]);
+    expect(landedThenDeleted(gone, '/b.md', 'B1')).toBe('mem_b');
+    expect(landedThenDeleted(gone, '/b.md', 'B2')).toBeUndefined();
+    expect(landedThenDeleted(gone, '/c.md', 'B1')).toBeUndefined();
   });
 });

@@ -167,3 +167,46 @@ describe.each(DISKS)('a write of unknown outcome whose repeat meets the store ho
     expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha, remote edit');
   });
 });
+
+// The fleet (seed 4): a create answered 503 had landed; another worker pulled the new memory,
+// its agent deleted the file, and that worker deleted the memory. This worker, not knowing its
+// create had landed, sent it again: the deleted content came back as a new memory. The change
+// feed shows the memory holding exactly what was sent at that path, then its deletion.
+describe.each(DISKS)('a create of unknown outcome that landed, deleted by another writer before the engine knew, on %s', (disk) => {
+  const h = useHarness(disk);
+
+  it('the deletion stands: not sent again, and the file goes', async () => {
+    const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
+    await h.write(`${h.notesDir}/new.md`, 'a new note');
+    h.client.failAfterApply('create');
+    const first = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(first.errors).toMatchObject([{ path: '/new.md', operation: 'push', kind: 'unavailable' }]);
+    expect(h.client.snapshot(STORE)['/new.md']).toBe('a new note');
+    // A millisecond later: two versions of one memory at one instant are a tie, which the feed
+    // leaves to a listing (and a listing shows no deletion).
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.client.deleteMemory(STORE, '/new.md');
+
+    const second = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(second.read).toMatchObject({ kind: 'feed' });
+    expect(second).toMatchObject({ pushed: [], conflicts: [], errors: [] });
+    expect(h.client.snapshot(STORE)['/new.md']).toBeUndefined();
+    expect(h.client.count('create')).toBe(1);
+    expect(await h.exists(`${h.notesDir}/new.md`)).toBe(false);
+  });
+
+  it('with the agent\'s edit since: the edit is kept and sent (a newer edit wins over a deletion it never saw)', async () => {
+    const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
+    await h.write(`${h.notesDir}/new.md`, 'a new note');
+    h.client.failAfterApply('create');
+    await m.reconcile({ force: true });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.client.deleteMemory(STORE, '/new.md');
+    await h.write(`${h.notesDir}/new.md`, 'a new note, edited');
+
+    const second = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(second.errors).toEqual([]);
+    expect(h.client.snapshot(STORE)['/new.md']).toBe('a new note, edited');
+    expect(await h.read(`${h.notesDir}/new.md`)).toBe('a new note, edited');
+  });
+});

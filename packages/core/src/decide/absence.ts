@@ -34,6 +34,11 @@ export interface AbsenceEvidence {
   gone: { has(memoryId: string): boolean; readonly size: number };
   /** The memories the remote view holds, by id (whatever their path, indexed or set aside). */
   held: { has(memoryId: string): boolean };
+  /**
+   * The memory the store deleted after it held exactly `sha` at `path`, as far as the view saw
+   * (the change feed's versions; a listing shows no deletion): `feed-fold.ts` `landedThenDeleted`.
+   */
+  landedThenDeleted?(path: string, sha: string): string | undefined;
   /** The serial of the full listing the remote view rests on (counted by the view, from 1). */
   listing: number;
   /** path -> serial of the first full listing that missed its memory, while unconfirmed. */

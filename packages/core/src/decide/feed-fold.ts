@@ -50,6 +50,23 @@ export interface ServerClockMark {
   localMs: number;
 }
 
+/** What the view knows of a memory the store said is deleted. */
+export interface GoneMemory {
+  /**
+   * The `created_at` of its deleted version, when the feed showed it (null when learned
+   * otherwise: this session's delete, a `not_found`). A deletion is final, so a version of that
+   * memory stamped no later, which the feed shows only now, is one it showed late, and brings
+   * nothing back (`foldVersions`).
+   */
+  at: Instant | null;
+  /**
+   * The path and sha it held last before the deletion, as far as the view saw: how a write of
+   * unknown outcome that landed and was deleted since by another writer is told from one that
+   * never landed (`landedThenDeleted`).
+   */
+  last?: { path: string; sha: string };
+}
+
 export interface RemoteFeedState {
   /** Every memory of the store, by memory id. */
   memories: ReadonlyMap<string, KnownMemory>;
@@ -62,12 +79,9 @@ export interface RemoteFeedState {
   /**
    * Ids of memories the store itself said are deleted (a `deleted` version folded, this session's
    * delete, a `not_found`), until a listing, version or write shows them again: what corroborates
-   * a memory's absence (absence.ts), where a listing's silence alone does not. Each with the
-   * `created_at` of the deleted version when the feed showed it (null when learned otherwise):
-   * a deletion is final, so a version of that memory stamped no later than it, which the feed
-   * shows only now, is one it showed late, and brings nothing back (`foldVersions`).
+   * a memory's absence (absence.ts), where a listing's silence alone does not. See `GoneMemory`.
    */
-  gone: ReadonlyMap<string, Instant | null>;
+  gone: ReadonlyMap<string, GoneMemory>;
   /**
    * The state rests on a full listing that no feed read has been folded after yet, and that
    * listing is to be checked by the first one (see `foldVersions`): a paged listing another
@@ -252,7 +266,7 @@ export function foldVersions(
     else byMemory.set(stamped.version.memory_id, [stamped]);
   }
   let memories: Map<string, KnownMemory> | undefined;
-  let gone: Map<string, Instant | null> | undefined;
+  let gone: Map<string, GoneMemory> | undefined;
   const moved = new Set<string>();
   let changed = 0;
   for (const [memoryId, all] of byMemory) {
@@ -260,7 +274,7 @@ export function foldVersions(
     // A memory the feed showed deleted: its versions stamped no later than that deletion were
     // shown late (a version missing from one read, there in the next). Folded, the first of them
     // would make the memory known again, a memory the store no longer holds.
-    const goneAt = state.gone.get(memoryId);
+    const goneAt = state.gone.get(memoryId)?.at;
     const stamped = goneAt == null ? all : all.filter((s) => s.version.operation === 'deleted' || s.at > goneAt);
     if (stamped.length === 0) continue;
     const step = foldMemory(state.memories.get(memoryId), stamped);
@@ -270,9 +284,9 @@ export function foldVersions(
     if (state.listingUnchecked && (step.kind !== 'keep' || (!state.memories.has(memoryId) && !(deleted && state.gone.has(memoryId))))) {
       return doubt('listed_while_written', `memory ${memoryId} has a version the last full listing does not account for: another writer acted while it paged`);
     }
-    if (deleted ? state.gone.get(memoryId) !== stamped.at(-1)!.at : state.gone.has(memoryId) && step.kind === 'set') {
+    if (deleted ? state.gone.get(memoryId)?.at !== stamped.at(-1)!.at : state.gone.has(memoryId) && step.kind === 'set') {
       gone ??= new Map(state.gone);
-      if (deleted) gone.set(memoryId, stamped.at(-1)!.at);
+      if (deleted) gone.set(memoryId, { at: stamped.at(-1)!.at, ...lastHeld(state.memories.get(memoryId) ?? state.gone.get(memoryId)?.last, stamped) });
       else gone.delete(memoryId);
     }
     if (step.kind === 'keep') continue;
@@ -374,6 +388,15 @@ function foldMemory(known: KnownMemory | undefined, versions: readonly Stamped[]
     return doubt('unknown_memory', `memory ${memoryId} changed (${versions[0]!.version.operation}) but was never seen created`);
   }
   return { kind: 'set', memory: stateOf(last) };
+}
+
+/** The path and sha a memory held last before its deletion: its newest version in this read that is not the deletion, or what was known of it. */
+function lastHeld(known: { path: string; sha: string } | undefined, stamped: readonly Stamped[]): Pick<GoneMemory, 'last'> {
+  for (let i = stamped.length - 1; i >= 0; i--) {
+    const { version } = stamped[i]!;
+    if (version.operation !== 'deleted' && version.path !== null && version.content_sha256 !== null) return { last: { path: version.path, sha: version.content_sha256 } };
+  }
+  return known ? { last: { path: known.path, sha: known.sha } } : {};
 }
 
 function stateOf({ version, at }: Stamped): KnownMemory {
@@ -558,11 +581,12 @@ function serverAtLeast(mark: ServerClockMark, localMs: number): Instant {
 }
 
 /** Folds what this session's own write or fetch returned into `memories` and `gone` (both mutated). */
-export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Map<string, Instant | null>): void {
+export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Map<string, GoneMemory>): void {
   if (change.kind === 'deleted') {
+    const known = memories.get(change.memoryId);
     memories.delete(change.memoryId);
     // The instant of a deletion the feed showed is kept: this answer has none.
-    if (!gone?.has(change.memoryId)) gone?.set(change.memoryId, null);
+    if (!gone?.has(change.memoryId)) gone?.set(change.memoryId, { at: null, ...(known && { last: { path: known.path, sha: known.sha } }) });
   } else {
     memories.set(change.memory.id, knownFrom(change.memory));
     gone?.delete(change.memory.id);
@@ -575,7 +599,7 @@ export function learnChange(memories: Map<string, KnownMemory>, change: RemoteCh
  * showed at or after `since`, older versions of which the next read may still show late.
  */
 export function keepGone(state: RemoteFeedState, keep: ReadonlySet<string>): RemoteFeedState {
-  const kept = ([id, at]: [string, Instant | null]) => keep.has(id) || (at !== null && state.since !== null && at >= state.since);
+  const kept = ([id, { at }]: [string, GoneMemory]) => keep.has(id) || (at !== null && state.since !== null && at >= state.since);
   if ([...state.gone].every(kept)) return state;
   return { ...state, gone: new Map([...state.gone].filter(kept)) };
 }
@@ -721,4 +745,14 @@ export function contentWindow(
     i = j;
   }
   return best;
+}
+
+/**
+ * The memory the store deleted after it held exactly `sha` at `path`, if the view saw one: a
+ * write of unknown outcome whose path the store now shows free, but whose very content such a
+ * memory held, landed, and another writer deleted it since. Pure.
+ */
+export function landedThenDeleted(gone: ReadonlyMap<string, GoneMemory>, path: string, sha: string): string | undefined {
+  for (const [id, { last }] of gone) if (last?.path === path && last.sha === sha) return id;
+  return undefined;
 }

@@ -8,10 +8,11 @@ import {
   forgetMemories,
   formatTimestamp,
   keepGone,
+  landedThenDeleted,
   learnChange,
   stateFromListing,
   type FeedDoubtCode,
-  type Instant,
+  type GoneMemory,
   type FullListingReason,
   type KnownMemory,
   type ListedMemory,
@@ -150,7 +151,8 @@ export class RemoteView {
 
   /** What the view knows that corroborates a memory's absence, for the planner (absence.ts). */
   absenceEvidence(): Omit<AbsenceEvidence, 'absentFrom'> {
-    return { gone: this.#state.gone, held: this.#state.memories, listing: this.#listings };
+    const { gone } = this.#state;
+    return { gone, held: this.#state.memories, listing: this.#listings, landedThenDeleted: (path, sha) => landedThenDeleted(gone, path, sha) };
   }
 
   /** Deletions the store reported stay known only for memories a baseline path still names (`keep`). */
@@ -167,7 +169,7 @@ export class RemoteView {
   learn(change: RemoteChange): void {
     // Changed in place: this map is the view's own (a fold that changes anything returns a copy,
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
-    learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Map<string, Instant | null>);
+    learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Map<string, GoneMemory>);
     this.#index = null;
     this.#knownAhead++;
     // A deletion only inferred from `not_found`: if the answer was spurious, no version will

@@ -4,16 +4,28 @@ import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient } from '@me
  * A SIGKILL, in process: once `kill()` is called, everything the dead mounter still tries
  * through the FileSystem and the StoreClient it was given never returns and does nothing, as if
  * the process were gone. A call already under way (it passed the switch before the kill) does
- * reach the disk or the store, but its answer never comes back. The mounter object is then
- * abandoned; the next worker (`MemoryMounter.recover`, then a fresh mounter) gets its own.
+ * reach the disk or the store, but its answer never comes back; `landed` waits for such calls,
+ * so that what the dead process's last system calls did is done before the next step looks (a
+ * real kill leaves nothing landing later). The mounter object is then abandoned; the next worker
+ * (`MemoryMounter.recover`, then a fresh mounter) gets its own.
  */
 export class KillSwitch {
   #dead = false;
   /** Folder watches the mounter started: the process's death ends them, as it closes its inotify descriptor. */
   readonly #watches = new Set<{ close(): void }>();
+  /** Disk calls that passed the switch and have not ended yet. */
+  readonly #underWay = new Set<Promise<unknown>>();
 
   get dead(): boolean {
     return this.#dead;
+  }
+
+  /** Resolves once every disk call under way has ended, or after `ms`. */
+  async landed(ms = 2_000): Promise<void> {
+    if (this.#underWay.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.#underWay]), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   kill(): void {
@@ -25,15 +37,15 @@ export class KillSwitch {
   fileSystem(inner: FileSystem): FileSystem {
     const k = this;
     return {
-      lstat: (p) => k.gate(() => inner.lstat(p)),
-      readdir: (p) => k.gate(() => inner.readdir(p)),
-      readFile: (p) => k.gate(() => inner.readFile(p)),
-      writeFile: (p, d, o) => k.gate(() => inner.writeFile(p, d, o)),
-      mkdir: (p, o) => k.gate(() => inner.mkdir(p, o)),
-      rm: (p, o) => k.gate(() => inner.rm(p, o)),
-      rename: (a, b) => k.gate(() => inner.rename(a, b)),
-      openDir: async (p) => k.dirHandle(await k.gate(() => inner.openDir(p))),
-      openFile: async (p) => k.openFile(await k.gate(() => inner.openFile(p))),
+      lstat: (p) => k.disk(() => inner.lstat(p)),
+      readdir: (p) => k.disk(() => inner.readdir(p)),
+      readFile: (p) => k.disk(() => inner.readFile(p)),
+      writeFile: (p, d, o) => k.disk(() => inner.writeFile(p, d, o)),
+      mkdir: (p, o) => k.disk(() => inner.mkdir(p, o)),
+      rm: (p, o) => k.disk(() => inner.rm(p, o)),
+      rename: (a, b) => k.disk(() => inner.rename(a, b)),
+      openDir: async (p) => k.dirHandle(await k.disk(() => inner.openDir(p))),
+      openFile: async (p) => k.openFile(await k.disk(() => inner.openFile(p))),
       ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
       // A dead worker starts no watch, and hears from none it started.
       ...(inner.watchDir && {
@@ -78,6 +90,20 @@ export class KillSwitch {
   }
 
   /** Runs `call` while alive; its answer (or failure) is dropped if the kill came meanwhile. */
+  /**
+   * `gate` for a disk call, which is kept while under way (`landed`). Store calls are not: one
+   * the store never answers (a stall, the crash's own unsent request) would hold every case.
+   */
+  private disk<T>(call: () => Promise<T>): Promise<T> {
+    return this.gate(() => {
+      const underWay = new Promise<T>((resolve) => resolve(call()));
+      this.#underWay.add(underWay);
+      const ended = () => this.#underWay.delete(underWay);
+      underWay.then(ended, ended);
+      return underWay;
+    });
+  }
+
   private async gate<T>(call: () => Promise<T>): Promise<T> {
     if (this.#dead) return never();
     let result: T;

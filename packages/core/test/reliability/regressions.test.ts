@@ -37,7 +37,7 @@ import {
   type Step,
 } from './commands.js';
 import { coverage, resetCoverage } from './coverage.js';
-import { FUZZ_DISKS, randomCases, runCase } from './run-case.js';
+import { FUZZ_DISKS, randomCases, randomCasesReplaying, runCase } from './run-case.js';
 import type { StoreClient } from '@memory-mounter/core';
 import type { Scenario } from './world.js';
 
@@ -921,13 +921,27 @@ describe('regressions: the 10,000-case runs after issue 18 (B28)', () => {
 // B7's explicit script above holds it. The feed cases' counterexamples (seed 777 run 297,
 // seed 20261203 run 133) were found while the feed-fault weight was being set, so they are
 // kept as explicit scripts only.
-const REPLAYS: { seed: number; path: string; bug?: RegExp; note: string }[] = [];
+const REPLAYS: { seed: number; path: string; disk?: Scenario['disk']; replayPath?: string; bug?: RegExp; note: string }[] = [
+  {
+    // FUZZ_SEED=20261601 FUZZ_RUNS=10000 FUZZ_DISK=node, case 6,448: a worker killed while its
+    // pass moved a folder (following a remote folder rename) or renamed a pulled file into
+    // place; that call, under way at the kill, landed while recover ran, and the oracle took the
+    // move for recover's own change to a folder it left (R2). The kill switch now lets the dead
+    // worker's disk calls land before the next step looks, as a real kill does.
+    seed: 20261601,
+    path: '6447:2:0:1:5:0:1:4:17:43:2:32',
+    disk: 'node',
+    replayPath: 'JABBl:V',
+    note: "a dead worker's disk call landing during recover",
+  },
+];
 
 describe.skipIf(REPLAYS.length === 0)('regressions: replays of fuzz counterexamples', () => {
-  for (const { seed, path, bug, note } of REPLAYS) {
-    const replay = () => fc.assert(randomCases(FUZZ_DISKS), { seed, path, numRuns: 1, endOnFailure: true });
-    if (bug) it.fails(`seed ${seed} path ${path} still shows its bug (${note})`, failsWith(bug, replay));
-    else it(`seed ${seed} path ${path} holds (${note})`, replay);
+  for (const { seed, path, disk, replayPath, bug, note } of REPLAYS) {
+    const cases = disk || replayPath ? randomCasesReplaying(disk ? fc.constant(disk) : FUZZ_DISKS, replayPath) : randomCases(FUZZ_DISKS);
+    const replay = () => fc.assert(cases, { seed, path, numRuns: 1, endOnFailure: true });
+    if (bug) it.fails(`seed ${seed} path ${path} still shows its bug (${note})`, { timeout: 60_000 }, failsWith(bug, replay));
+    else it(`seed ${seed} path ${path} holds (${note})`, { timeout: 60_000 }, replay);
   }
 });
 

@@ -24,9 +24,14 @@ export const FUZZ_DISKS = fc.constantFrom<Scenario['disk']>('node', 'memfs', 'me
 
 /** The property of the random runs: every violation fails. */
 export function randomCases(disk: fc.Arbitrary<Scenario['disk']>) {
+  return randomCasesReplaying(disk);
+}
+
+/** `randomCases`, with the steps of a counterexample replayed exactly (`replayPath`, as fast-check prints it) when given. */
+export function randomCasesReplaying(disk: fc.Arbitrary<Scenario['disk']>, replayPath?: string) {
   return fc.asyncProperty(
     scenarioArbitrary(disk),
-    fc.commands([stepArbitrary], { maxCommands: MAX_STEPS, size: 'medium' }),
+    fc.commands([stepArbitrary], { maxCommands: MAX_STEPS, size: 'medium', ...(replayPath !== undefined && { replayPath }) }),
     (scenario, steps) => runCase(scenario, steps),
   );
 }

@@ -163,6 +163,8 @@ export class Case implements RequestObserver {
   #mounter: MemoryMounter | undefined;
   /** The SIGKILL of the current worker: what its mounter was given goes through it. */
   #killSwitch: KillSwitch | undefined;
+  /** The switches of workers killed since the last look: their calls under way land before the next step looks. */
+  #killed: KillSwitch[] = [];
   #crashAt: (CrashPoint & { seen: number; fired: () => void }) | undefined;
   /** The request the kill came at, when it must not reach the store. */
   #stallThis: OutgoingRequest | undefined;
@@ -490,7 +492,17 @@ export class Case implements RequestObserver {
 
   /** SIGKILL of the worker between two steps: its mounter is abandoned, without finalize. */
   crash(label: string): Promise<void> {
-    return this.step(label, () => this.kill());
+    return this.step(label, async () => {
+      this.kill();
+      await this.deadCallsLanded();
+    });
+  }
+
+  /** What the killed workers' calls under way (past the switch at the kill) did is done: a real kill leaves nothing landing later. */
+  private async deadCallsLanded(): Promise<void> {
+    const killed = this.#killed;
+    this.#killed = [];
+    await Promise.all(killed.map((k) => k.landed()));
   }
 
   /**
@@ -515,17 +527,20 @@ export class Case implements RequestObserver {
         this.#interleaving = undefined;
       }
       if (this.oracle.crashed) {
+        await this.deadCallsLanded();
         coverage.conflictsCutByKill += this.oracle.crashedDuringPass(this.trees());
         return;
       }
       this.lastReport = report ?? this.lastReport;
       this.oracle.endReconcile(report, true, this.trees());
       this.kill();
+      await this.deadCallsLanded();
     });
   }
 
   private kill(): void {
     this.#killSwitch?.kill();
+    if (this.#killSwitch) this.#killed.push(this.#killSwitch);
     this.#mounter = undefined;
     this.oracle.crashed = true;
     coverage.crashes++;
@@ -631,6 +646,7 @@ export class Case implements RequestObserver {
     coverage.recoveries++;
     // recover is a session of its own: the feed may be asked again.
     this.#feedRefused.clear();
+    await this.deadCallsLanded();
     this.oracle.beginRecover(this.trees());
     const report = await this.timed('recover', finalSyncTimeout * 1000 + FINALIZE_SLACK_MS, () =>
       MemoryMounter.recover({

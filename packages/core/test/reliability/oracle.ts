@@ -654,6 +654,17 @@ export class Oracle {
     for (const store of this.stores) {
       const files = memoryFiles(trees.get(store.spec.key)!);
       const remote = this.view.storeShas(store.spec.id);
+      // The cut pass followed a rename of the store's on disk (its report, which would say so,
+      // never came): a write not yet in the store moved with its file. Every agent write is a
+      // fresh token, so a file elsewhere holding exactly it is that write, judged there from now on.
+      for (const [path, write] of [...store.pending]) {
+        if (files.get(path) === write.sha) continue;
+        const moved = [...files].find(([other, sha]) => other !== path && sha === write.sha && !store.pending.has(other));
+        if (!moved) continue;
+        store.pending.delete(path);
+        store.pending.set(moved[0], write);
+        store.see(moved[0], write.sha);
+      }
       for (const [path, write] of store.pending) {
         const sha = files.get(path);
         if (write.seq > this.#passStartSeq || sha === undefined || sha === write.sha) continue;

@@ -1032,6 +1032,14 @@ describe('regressions: the fuzz with the folder watch on (issue 24)', () => {
     ));
   }
 
+  // Seed 20261601 (real disk) at case 6,574.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`the agent's edit in a folder another writer renamed, the worker killed at the update (${disk}): the edit is kept`, replay(
+      { disk, seedRw: ['/d/e/f.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1 },
+      [new RemoteRenameDir('rw', '/d', '/bulk'), new AgentEdit('rw', '/d/e/f.md'), new CrashDuringPass({ op: 'update', nth: 1, applied: false })],
+    ));
+  }
+
   // Seed 854745903 (mixed disks) at case 5,663.
   for (const disk of ['memfs', 'node'] as const) {
     it(`the agent's file in a read-only store between two outages (${disk}): it is reported`, replay(

@@ -195,6 +195,29 @@ describe.each(DISKS)('a create of unknown outcome that landed, deleted by anothe
     expect(await h.exists(`${h.notesDir}/new.md`)).toBe(false);
   });
 
+  it('a memory the engine knew, deleted by another writer, then the same bytes written again by the agent: no such evidence, the create is sent again and the file kept', async () => {
+    const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
+    // A pass first, so that the deletion is read from the feed (the first read after the
+    // download checks its listing), and a millisecond so it is no tie with the seeding.
+    await m.reconcile({ force: true });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.client.deleteMemory(STORE, '/a.md');
+    const deleted = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(deleted.deletedLocal).toEqual(['/a.md']);
+    expect(deleted.read).toMatchObject({ kind: 'feed' });
+    // Seconds later the agent puts the very same bytes back; the create fails before it reaches the store.
+    await h.write(`${h.notesDir}/a.md`, 'alpha');
+    h.client.failNext('create', 'unavailable');
+    const failed = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(failed.errors).toMatchObject([{ path: '/a.md', operation: 'push', kind: 'unavailable' }]);
+    expect(h.client.snapshot(STORE)['/a.md']).toBeUndefined();
+
+    const again = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(again).toMatchObject({ pushed: ['/a.md'], errors: [] });
+    expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha');
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('alpha');
+  });
+
   it('with the agent\'s edit since: the edit is kept and sent (a newer edit wins over a deletion it never saw)', async () => {
     const m = await h.mountNotes({ syncTimeout: 10, deleteGracePeriod: 0 });
     await h.write(`${h.notesDir}/new.md`, 'a new note');

@@ -60,9 +60,12 @@ export interface GoneMemory {
    */
   at: Instant | null;
   /**
-   * The path and sha it held last before the deletion, as far as the view saw: how a write of
-   * unknown outcome that landed and was deleted since by another writer is told from one that
-   * never landed (`landedThenDeleted`).
+   * For a memory the view never knew before the feed showed it deleted (created and deleted
+   * between two reads, or created by a write whose answer was lost): the path and sha its last
+   * version before the deletion held. How a write of unknown outcome that landed, and that
+   * another writer deleted before the view ever saw it, is told from one that never landed
+   * (`landedThenDeleted`). A memory the view knew (listed, written, fetched) gets none: its
+   * content is no write of ours in doubt, however equal the bytes.
    */
   last?: { path: string; sha: string };
 }
@@ -286,7 +289,11 @@ export function foldVersions(
     }
     if (deleted ? state.gone.get(memoryId)?.at !== stamped.at(-1)!.at : state.gone.has(memoryId) && step.kind === 'set') {
       gone ??= new Map(state.gone);
-      if (deleted) gone.set(memoryId, { at: stamped.at(-1)!.at, ...lastHeld(state.memories.get(memoryId) ?? state.gone.get(memoryId)?.last, stamped) });
+      if (deleted) {
+        const before = state.gone.get(memoryId);
+        const unknownBefore = !state.memories.has(memoryId) && before === undefined;
+        gone.set(memoryId, { at: stamped.at(-1)!.at, ...(before?.last ? { last: before.last } : unknownBefore ? lastHeld(stamped) : {}) });
+      }
       else gone.delete(memoryId);
     }
     if (step.kind === 'keep') continue;
@@ -390,13 +397,13 @@ function foldMemory(known: KnownMemory | undefined, versions: readonly Stamped[]
   return { kind: 'set', memory: stateOf(last) };
 }
 
-/** The path and sha a memory held last before its deletion: its newest version in this read that is not the deletion, or what was known of it. */
-function lastHeld(known: { path: string; sha: string } | undefined, stamped: readonly Stamped[]): Pick<GoneMemory, 'last'> {
+/** The path and sha a memory held last before its deletion: its newest version in this read that is not the deletion. */
+function lastHeld(stamped: readonly Stamped[]): Pick<GoneMemory, 'last'> {
   for (let i = stamped.length - 1; i >= 0; i--) {
     const { version } = stamped[i]!;
     if (version.operation !== 'deleted' && version.path !== null && version.content_sha256 !== null) return { last: { path: version.path, sha: version.content_sha256 } };
   }
-  return known ? { last: { path: known.path, sha: known.sha } } : {};
+  return {};
 }
 
 function stateOf({ version, at }: Stamped): KnownMemory {
@@ -583,10 +590,9 @@ function serverAtLeast(mark: ServerClockMark, localMs: number): Instant {
 /** Folds what this session's own write or fetch returned into `memories` and `gone` (both mutated). */
 export function learnChange(memories: Map<string, KnownMemory>, change: RemoteChange, gone?: Map<string, GoneMemory>): void {
   if (change.kind === 'deleted') {
-    const known = memories.get(change.memoryId);
     memories.delete(change.memoryId);
     // The instant of a deletion the feed showed is kept: this answer has none.
-    if (!gone?.has(change.memoryId)) gone?.set(change.memoryId, { at: null, ...(known && { last: { path: known.path, sha: known.sha } }) });
+    if (!gone?.has(change.memoryId)) gone?.set(change.memoryId, { at: null });
   } else {
     memories.set(change.memory.id, knownFrom(change.memory));
     gone?.delete(change.memory.id);
@@ -748,9 +754,10 @@ export function contentWindow(
 }
 
 /**
- * The memory the store deleted after it held exactly `sha` at `path`, if the view saw one: a
- * write of unknown outcome whose path the store now shows free, but whose very content such a
- * memory held, landed, and another writer deleted it since. Pure.
+ * The memory the store deleted after it held exactly `sha` at `path`, if the view saw one it
+ * never knew before (`GoneMemory.last`): a write of unknown outcome whose path the store now
+ * shows free, but whose very content such a memory held, landed, and another writer deleted it
+ * before this view saw it. Pure.
  */
 export function landedThenDeleted(gone: ReadonlyMap<string, GoneMemory>, path: string, sha: string): string | undefined {
   for (const [id, { last }] of gone) if (last?.path === path && last.sha === sha) return id;

@@ -7,8 +7,9 @@ import { takeUpAgreed } from './redownload-rule.js';
  *
  * In order:
  * 1. writes of unknown outcome are settled by what the store now shows (a memory holding exactly
- *    the sha sent is the engine's own write: the baseline takes it; so is one the feed showed
- *    holding it at that path and then deleted); those the store does not show yet stay unknown;
+ *    the sha sent is the engine's own write: the baseline takes it; so is one the feed showed,
+ *    never known before, holding it at that path and then deleted); those the store does not
+ *    show yet stay unknown;
  * 2. the entries a re-download cleared are taken up (redownload-rule.ts);
  * 3. the table runs on the result (plan.ts), and a push-only pass keeps only its pushes.
  *
@@ -44,22 +45,22 @@ export function decidePass(input: PassDecisionInput): PassDecision {
   let unknownWrites = sent;
   let baselineIds = input.baselineIds;
   if (sent.size > 0) {
-    unknownWrites = stillUnknownWrites(baseline, sent, input.remote);
+    const still = stillUnknownWrites(baseline, sent, input.remote);
     baseline = settleUnknownWrites(baseline, sent, input.remote);
     // A write the store shows its path free for, but whose very content a memory the store then
-    // deleted held there (the feed showed it): it landed, and another writer deleted it since.
-    // Sent again it would bring back what was deleted, so it is settled as landed: the baseline
-    // takes the sent sha with that memory's id, whose deletion then corroborates the absence, and
-    // the table follows the deletion (the file goes, or is kept as an edit if it changed since).
-    for (const [path, sha] of unknownWrites) {
-      if (input.remote.has(path)) continue;
-      const deleted = input.absence?.landedThenDeleted?.(path, sha);
+    // deleted held there (the feed showed it, a memory this view never knew: created and deleted
+    // between two reads): it landed, and another writer deleted it since. Sent again it would
+    // bring back what was deleted, so it is settled as landed: the baseline takes the sent sha
+    // with that memory's id, whose deletion then corroborates the absence, and the table follows
+    // the deletion (the file goes, or is kept as an edit if it changed since).
+    for (const [path, sha] of [...still]) {
+      const deleted = input.remote.has(path) ? undefined : input.absence?.landedThenDeleted?.(path, sha);
       if (deleted === undefined) continue;
-      if (unknownWrites === sent) unknownWrites = new Map(sent);
-      (unknownWrites as Map<string, string>).delete(path);
+      still.delete(path);
       baseline = new Map(baseline).set(path, sha);
       baselineIds = new Map(baselineIds ?? []).set(path, deleted);
     }
+    unknownWrites = still;
   }
   let waiting: ReadonlyMap<string, string> | null = null;
   if (cleared) {

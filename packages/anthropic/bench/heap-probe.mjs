@@ -37,7 +37,7 @@ async function driver() {
   try {
     for (let run = 0; run < Number(process.env.RUNS ?? 3); run++) {
       for (const engine of (process.env.ENGINES ?? 'ours,sdk').split(',')) {
-        const config = { engine, baseURL, storeIds, dir: join(base, `${engine}-${run}`), profile: engine === 'ours' && !!process.env.HEAP_PROF };
+        const config = { engine, baseURL, storeIds, dir: join(base, `${engine}-${run}`), profile: engine === 'ours' && process.env.HEAP_PROF };
         const c = fork(self, ['--child', JSON.stringify(config)], { stdio: 'inherit' });
         await new Promise((resolve) => c.once('exit', resolve));
       }
@@ -62,7 +62,7 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
   const session = new Session();
   if (profile) {
     session.connect();
-    await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: profile === 'all' });
   }
   const gcs = { minor: 0, major: 0 };
   const observer = new PerformanceObserver((list) => {
@@ -108,8 +108,8 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
     };
     walk(sampled.head);
     const total = [...bySite.values()].reduce((a, b) => a + b, 0);
-    console.log(`  survived the scavenger (sampled): ${mb(total)} MB; the top sites:`);
-    for (const [site, size] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${mb(size).padStart(7)} MB  ${site}`);
+    console.log(`  ${profile === 'all' ? 'allocated' : 'survived the scavenger'} (sampled): ${mb(total)} MB; the top sites:`);
+    for (const [site, size] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.HEAP_SITES ?? 20))) console.log(`  ${mb(size).padStart(7)} MB  ${site}`);
   }
   process.exit(0);
 }

@@ -25,7 +25,7 @@ function countingWrites(inner: FileSystem): { fs: FileSystem; files: string[]; b
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       }
-      if (key !== 'writeFile' && key !== 'writeFileExclusive') return value.bind(target);
+      if (key !== 'writeFile' && key !== 'writeFileExclusive' && key !== 'createFile') return value.bind(target);
       return async (path: string, data: Uint8Array, ...rest: unknown[]) => {
         await (value as (...a: unknown[]) => Promise<void>).call(target, path, data, ...rest);
         // The marker is the folder's, not a memory.

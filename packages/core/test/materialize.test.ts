@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryMountError, mountPathSlug } from '@memory-mounter/core';
+import { MemoryMountError, mountPathSlug, type FileSystem } from '@memory-mounter/core';
 import { DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 const store = (id: string, over: Record<string, unknown> = {}) => ({ type: 'memory_store', memory_store_id: id, name: id, ...over });
@@ -252,9 +252,53 @@ describe.each(DISKS)('materialize on %s', (disk) => {
       },
     });
     await h.mounter({ fileSystem: fs }).materialize([notesResource()]);
-    // Per memory: the only-if-absent lstat and the atomic write (temp file + rename); no open to read.
-    expect(calls.sort()).toEqual(['lstat a.md', 'lstat b.md', 'lstat c.md', 'writeFile a.md', 'writeFile b.md', 'writeFile c.md']);
+    // Per memory one call: the file created in place, its exclusive create the only-if-absent
+    // check; no lstat, no open to read, no temp file and rename.
+    expect(calls.sort()).toEqual(['createFile a.md', 'createFile b.md', 'createFile c.md']);
     expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma');
+  });
+
+  it('without createFile, each memory is the only-if-absent lstat and the atomic write', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/d/c.md': 'gamma' });
+    const calls: string[] = [];
+    const fs = new Proxy(h.fs, {
+      get(target, prop, receiver) {
+        if (prop === 'createFile') return undefined;
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          const path = String(args[0]);
+          if (/\/(a|c)\.md$/.test(path)) calls.push(`${String(prop)} ${path.slice(path.lastIndexOf('/') + 1)}`);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    await h.mounter({ fileSystem: fs }).materialize([notesResource()]);
+    expect(calls.sort()).toEqual(['lstat a.md', 'lstat c.md', 'writeFile a.md', 'writeFile c.md']);
+    expect(await h.read(`${h.notesDir}/d/c.md`)).toBe('gamma');
+  });
+
+  it('an entry made where a memory goes before its create is kept, not written over, when the file is made in place', async () => {
+    h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
+    let planted = false;
+    const fs = new Proxy(h.fs, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop !== 'createFile') return value.bind(target);
+        return async (path: string, data: Uint8Array, opts?: { mode?: number }) => {
+          if (path.endsWith('/a.md') && !planted) {
+            planted = true;
+            await target.writeFile(path, new TextEncoder().encode('made first'));
+          }
+          return (value as NonNullable<FileSystem['createFile']>).call(target, path, data, opts);
+        };
+      },
+    });
+    await h.mounter({ fileSystem: fs }).materialize([notesResource()]).catch(() => {});
+    expect(planted).toBe(true);
+    expect(await h.read(`${h.notesDir}/a.md`)).toBe('made first');
+    expect(await h.read(`${h.notesDir}/b.md`)).toBe('beta');
   });
 
   it('a second materialize throws', async () => {

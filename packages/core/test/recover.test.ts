@@ -7,6 +7,7 @@ import {
   recordFileName,
   sha256Hex,
   StoreError,
+  type FileSystem,
   type MemoryMounterOptions,
   type StateRecord,
   type StoreMemory,
@@ -381,6 +382,34 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(await h.exists(dir)).toBe(false);
       expect(h.client.count('update') + h.client.count('create')).toBe(0);
       stall();
+    });
+
+    it('removes a folder left mid-download with a file part-written in place, and pushes none of it', async () => {
+      h.client.seed(STORE, SEED);
+      let halfWritten = false;
+      // The download's create of b.md makes the file and writes half of it, then never returns: the kill.
+      const fs = new Proxy(h.fs, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          if (prop !== 'createFile') return value.bind(target);
+          return async (path: string, data: Uint8Array, opts?: { mode?: number }) => {
+            if (!path.endsWith('/b.md')) return (value as NonNullable<FileSystem['createFile']>).call(target, path, data, opts);
+            await (value as NonNullable<FileSystem['createFile']>).call(target, path, data.subarray(0, 2), opts);
+            halfWritten = true;
+            return new Promise<void>(() => {});
+          };
+        },
+      });
+      void h.mounter({ stateDir, fileSystem: fs }).materialize([notesResource()]).catch(() => {});
+      await vi_waitFor(async () => halfWritten);
+      expect(await h.read(`${dir}/b.md`)).toBe('be');
+      expect((await readRecord())!.phase).toBe('materializing');
+      const report = await recover();
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', neverMounted: true, sync: null, pushed: [], recordRemoved: true });
+      expect(await h.exists(dir)).toBe(false);
+      expect(h.client.count('update') + h.client.count('create')).toBe(0);
+      expect(h.client.memories(STORE).find((m) => m.path === '/b.md')!.content).toBe('beta');
     });
 
     it('a different folder at the recorded path is left untouched (folder_replaced), never adopted, even with a copy of the marker', async () => {

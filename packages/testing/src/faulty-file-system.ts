@@ -22,6 +22,8 @@ export class FaultyFileSystem implements FileSystem {
   readonly readLinkSync?: (path: string) => string | null;
   /** Present when `inner` has it, and then faultable like the rest. */
   readonly writeFileExclusive?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
+  /** Present when `inner` has it, and then faultable like the rest. */
+  readonly createFile?: (path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>;
   /** Present when `inner` has it, and then faultable like the rest (a fault names `from`, as for `rename`). */
   readonly link?: (from: string, to: string) => Promise<void>;
   /** Present when `inner` has it, and then faultable like the rest (a fault: the watch cannot start). */
@@ -33,6 +35,13 @@ export class FaultyFileSystem implements FileSystem {
       this.writeFileExclusive = async (path, data, opts) => {
         this.#inject('writeFileExclusive', path);
         return exclusive(path, data, opts);
+      };
+    }
+    const create = inner.createFile?.bind(inner);
+    if (create) {
+      this.createFile = async (path, data, opts) => {
+        this.#inject('createFile', path);
+        return create(path, data, opts);
       };
     }
     const link = inner.link?.bind(inner);

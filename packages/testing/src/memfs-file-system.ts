@@ -75,6 +75,11 @@ export class MemfsFileSystem implements FileSystem {
     }
   }
 
+  /** In place, as open(2) with O_EXCL: one synchronous step from the create to the last byte. */
+  async createFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    this.#fill(path, data, opts.mode);
+  }
+
   /**
    * As link(2): one synchronous step, so nothing can appear at `to` between its check and the
    * new name. memfs's own link follows a symlink at `from`; link(2) does not, so a link there is
@@ -92,9 +97,17 @@ export class MemfsFileSystem implements FileSystem {
   /** The content in a fresh temp file beside `path`; its path. */
   #writeTemp(path: string, data: Uint8Array, mode: number | undefined): string {
     const temp = posix.join(posix.dirname(path), tempFileName());
-    // 'wx' is O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at the fresh temp name, a link included.
+    this.#fill(temp, data, mode);
+    return temp;
+  }
+
+  /**
+   * A new file at `path` holding `data`, removed again if it cannot be filled. 'wx' is
+   * O_WRONLY|O_CREAT|O_EXCL: it fails on any entry at `path`, a link included.
+   */
+  #fill(path: string, data: Uint8Array, mode: number | undefined): void {
     // Created owner-writable: unlike open(2), memfs checks the new file's own mode before writing.
-    const fd = this.vol.openSync(temp, 'wx', 0o600);
+    const fd = this.vol.openSync(path, 'wx', 0o600);
     try {
       try {
         this.vol.writeFileSync(fd, data);
@@ -103,10 +116,9 @@ export class MemfsFileSystem implements FileSystem {
         this.vol.closeSync(fd);
       }
     } catch (err) {
-      this.vol.rmSync(temp, { force: true });
+      this.vol.rmSync(path, { force: true });
       throw err;
     }
-    return temp;
   }
 
   async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {

@@ -194,11 +194,12 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
     });
 
-    describe('writeFileExclusive (optional)', () => {
+    // Both make a new file that never replaces an entry: writeFileExclusive atomically, createFile in place.
+    describe.each(['writeFileExclusive', 'createFile'] as const)('%s (optional)', (op) => {
       it('creates a file with its content and mode, leaving no temp file behind', async ({ skip }) => {
-        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
-        await fs.writeFileExclusive(at('f'), bytes('one'));
-        await fs.writeFileExclusive(at('g'), bytes(''), { mode: 0o640 });
+        if (!fs[op]) return skip(`this filesystem has no ${op}`);
+        await fs[op]!(at('f'), bytes('one'));
+        await fs[op]!(at('g'), bytes(''), { mode: 0o640 });
         expect(await read('f')).toBe('one');
         expect(await read('g')).toBe('');
         expect(await h.modeOf(at('f'))).toBe(0o600);
@@ -207,14 +208,14 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
 
       it('never replaces anything: a file, a folder, a link or a dangling one is left as it was (EEXIST)', async ({ skip }) => {
-        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
+        if (!fs[op]) return skip(`this filesystem has no ${op}`);
         await fs.writeFile(at('file'), bytes('theirs'));
         await fs.mkdir(at('folder'));
         await fs.writeFile(at('victim'), bytes('original'));
         await h.makeSymlink(at('victim'), at('link'));
         await h.makeSymlink(at('nowhere'), at('dangling'));
         for (const name of ['file', 'folder', 'link', 'dangling']) {
-          await expect(fs.writeFileExclusive(at(name), bytes('mine'))).rejects.toMatchObject({ code: 'EEXIST' });
+          await expect(fs[op]!(at(name), bytes('mine'))).rejects.toMatchObject({ code: 'EEXIST' });
         }
         expect(await read('file')).toBe('theirs');
         expect((await fs.lstat(at('folder')))?.type).toBe('directory');
@@ -226,8 +227,8 @@ export function fileSystemConformance(name: string, makeFs: () => Promise<FileSy
       });
 
       it('fails with ENOENT when the directory is missing', async ({ skip }) => {
-        if (!fs.writeFileExclusive) return skip('this filesystem has no writeFileExclusive');
-        await expect(fs.writeFileExclusive(at('missing/f'), bytes('x'))).rejects.toMatchObject({ code: 'ENOENT' });
+        if (!fs[op]) return skip(`this filesystem has no ${op}`);
+        await expect(fs[op]!(at('missing/f'), bytes('x'))).rejects.toMatchObject({ code: 'ENOENT' });
       });
     });
 

@@ -15,7 +15,8 @@
  *
  * The optional members make the engine cheaper or safer where a filesystem can offer them, and
  * each says what the engine does without it: `lstatAll` (a folder described in one call),
- * `writeFileExclusive` (a new file that never replaces one made meanwhile), `link` (a move that
+ * `writeFileExclusive` (a new file that never replaces one made meanwhile), `createFile` (a
+ * download's file made in place, where no one can look yet), `link` (a move that
  * never replaces one made meanwhile), `readLinkSync` (`checkWrite` follows links as the kernel
  * will), `grantOwnerAccess` (a locked folder of the agent's can still be read at the end and
  * removed), `watchDir` (an idle scan reads no folder nothing happened in).
@@ -124,6 +125,17 @@ export interface FileSystem {
    * made between the two is replaced.
    */
   writeFileExclusive?(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
+  /**
+   * Optional. Creates a new file at `path` holding `data`, in place: one exclusive create
+   * (`O_CREAT | O_EXCL`, so it fails with `EEXIST` on any entry at `path`, a link dangling or
+   * not, and follows none), then the writes. Not atomic: until it resolves a reader may find the
+   * file part-written, and a crash may leave it so. On a failure after the create the file is
+   * removed. The engine uses it only where no one else can look yet: a materialize's download into
+   * the folder it has just made, before the folder is handed to the agent (a crash there leaves a
+   * folder that is never mounted again, and `recover` removes it whole). Without it, that
+   * download writes each file atomically (`writeFile`), two more calls a file.
+   */
+  createFile?(path: string, data: Uint8Array, opts?: { mode?: number }): Promise<void>;
   /**
    * Optional. A second name `to` for the entry at `from` (link(2)), never for what a link at
    * `from` points at: fails with `EEXIST` when any entry is at `to` at that instant, in the same

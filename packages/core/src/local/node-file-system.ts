@@ -282,6 +282,25 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /**
+   * open(2) with O_CREAT | O_EXCL | O_NOFOLLOW makes the name or fails with EEXIST on any entry
+   * there, a link included (never followed), so nothing but a file of ours is ever written. What
+   * this process created and could not fill is removed: a half file is no one's content.
+   */
+  async createFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    const fd = await openFdMode(path, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
+    try {
+      try {
+        await writeWhole(fd, data, path);
+      } finally {
+        await closeFd(fd);
+      }
+    } catch (err) {
+      await unlinkPath(path).catch(() => {});
+      throw err;
+    }
+  }
+
   /** link(2): it does not follow a symlink at `from`, and fails with EEXIST on any entry at `to`. */
   async link(from: string, to: string): Promise<void> {
     await linkPath(from, to);
@@ -295,12 +314,7 @@ export class NodeFileSystem implements FileSystem {
     const fd = await openFdMode(temp, this.#createTempFlags, mode ?? DEFAULT_FILE_MODE);
     try {
       try {
-        for (let at = 0; at < data.byteLength; ) {
-          const { bytesWritten: written } = await writeFd(fd, data, at, data.byteLength - at);
-          // A regular file takes at least one byte or fails (ENOSPC, EIO): never loop on nothing.
-          if (written <= 0) throw fsError('EIO', 'write', temp, 'wrote nothing');
-          at += written;
-        }
+        await writeWhole(fd, data, temp);
       } finally {
         await closeFd(fd);
       }
@@ -416,6 +430,16 @@ function watchPinnedDir(path: string, onEvent: (kind: 'change' | 'error') => voi
  * more, so a file that did not grow is read whole by one read(2) into a buffer of its size, and
  * one that did goes on in chunks. Never more than `maxBytes` is read or allocated.
  */
+/** Writes all of `data` to `fd` from its start; `path` only names a failure. */
+async function writeWhole(fd: number, data: Uint8Array, path: string): Promise<void> {
+  for (let at = 0; at < data.byteLength; ) {
+    const { bytesWritten: written } = await writeFd(fd, data, at, data.byteLength - at);
+    // A regular file takes at least one byte or fails (ENOSPC, EIO): never loop on nothing.
+    if (written <= 0) throw fsError('EIO', 'write', path, 'wrote nothing');
+    at += written;
+  }
+}
+
 async function readUpTo(
   read: (buffer: Buffer, position: number) => Promise<{ bytesRead: number }>,
   maxBytes: number,

@@ -283,8 +283,10 @@ export class StoreFolder {
    * folder) is refused (`taken`) instead of replaced: a download into a fresh folder never
    * writes over a name clash, and a pull of a new memory never over a file the agent made
    * there meanwhile, even one made after the check (`FileSystem.writeFileExclusive`, where the
-   * seam has it). `firstDownload`: nobody else can write in the folder yet (the download made
-   * before the agent is given it), so the check alone decides and the cheaper rename is used.
+   * seam has it). `firstDownload`: nobody else can look in the folder yet (materialize's download,
+   * before the agent is given it), so with `onlyIfAbsent` the file is made in place where the
+   * seam can (`FileSystem.createFile`: its exclusive create is the check, and no temp name nor
+   * rename is needed), and else the check alone decides and the cheaper rename is used.
    * `ifStill`: the file a pull read and means to replace, as its descriptor's fstat described
    * it: replaced only while that very file, unwritten since, is at `wirePath`, checked before
    * the write and again once the new content is in its temp file, right before the rename
@@ -296,6 +298,8 @@ export class StoreFolder {
       this.#inParent(wirePath, true, undefined, async (dir, name) => {
         const target = `${dir.path}/${name}`;
         await this.#verify(dir, wirePath);
+        // Any entry already there fails the create (EEXIST), and is then judged as below.
+        if (opts.firstDownload && opts.onlyIfAbsent && this.fs.createFile && (await this.#createdInPlace(dir, wirePath, target, bytes))) return;
         const there = await this.fs.lstat(target);
         if (opts.onlyIfAbsent && there && there.type !== 'directory') {
           throw new FolderRefusal('taken', wirePath, there.type === 'symlink' ? 'is a symlink' : 'already exists');
@@ -326,22 +330,44 @@ export class StoreFolder {
           if (err instanceof FolderRefusal) throw err;
           // Made there between the check above and the write: the agent's, never written over.
           if (exclusive && errorCode(err) === 'EEXIST') throw new FolderRefusal('taken', wirePath, 'was made during the sync');
-          // A held folder the agent removed meanwhile takes no new entry (a pinned handle's
-          // contract, Linux's ENOENT): the write did not happen for anyone, and says so. Checked
-          // only on that failure, not after every write: once the rename is done the file is in
-          // the folder, and a folder is removed only empty, so whatever removes it afterwards
-          // removed the file first, as a later deletion of the agent's.
-          if (errorCode(err) === 'ENOENT') {
-            if (!dir.pinned) await this.#verify(dir, wirePath);
-            else if ((await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
-              throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
-            }
-          }
+          await this.#refuseIfGone(err, dir, wirePath);
           throw err;
         }
         await this.#verify(dir, wirePath);
       }),
     );
+  }
+
+  /**
+   * `write`'s in-place create: true once `bytes` is the new file at `target`, false when an
+   * entry was there (EEXIST), for the checked write to judge. A part-written file is seen by
+   * no one: the folder is not the agent's yet, and the seam removes a file it could not fill.
+   */
+  async #createdInPlace(dir: DirHandle, wirePath: string, target: string, bytes: Uint8Array): Promise<boolean> {
+    try {
+      await this.fs.createFile!(target, bytes, { mode: FILE_MODE });
+    } catch (err) {
+      if (errorCode(err) === 'EEXIST') return false;
+      await this.#refuseIfGone(err, dir, wirePath);
+      throw err;
+    }
+    await this.#verify(dir, wirePath);
+    return true;
+  }
+
+  /**
+   * A held folder the agent removed meanwhile takes no new entry (a pinned handle's contract,
+   * Linux's ENOENT): the write did not happen for anyone, and says so. Checked only on that
+   * failure, not after every write: once the file has its name it is in the folder, and a folder
+   * is removed only empty, so whatever removes it afterwards removed the file first, as a later
+   * deletion of the agent's.
+   */
+  async #refuseIfGone(err: unknown, dir: DirHandle, wirePath: string): Promise<void> {
+    if (errorCode(err) !== 'ENOENT') return;
+    if (!dir.pinned) await this.#verify(dir, wirePath);
+    else if ((await this.fs.lstat(`${dir.path}/.`))?.nlink === 0) {
+      throw new FolderRefusal('swapped', wirePath, 'is in a folder that was removed during the sync');
+    }
   }
 
   /** Removes the entry at `wirePath` (a file or a link; never what a link points at). */

@@ -19,6 +19,14 @@ import type { EntryKind } from './host-disk.js';
 export class ConfinedFileSystem implements FileSystem {
   /** Present when the inner filesystem can watch: the folder watched must lie under memoryRoot too. */
   readonly watchDir?: (path: string, onEvent: (kind: 'change' | 'error') => void) => DirWatch;
+  // The seam's other optional members, present when the inner filesystem has them and checked
+  // like the rest: without them the engine takes its fallbacks, which production never runs.
+  readonly lstatAll?: FileSystem['lstatAll'];
+  readonly writeFileExclusive?: FileSystem['writeFileExclusive'];
+  readonly createFile?: FileSystem['createFile'];
+  readonly link?: FileSystem['link'];
+  readonly readLinkSync?: FileSystem['readLinkSync'];
+  readonly grantOwnerAccess?: FileSystem['grantOwnerAccess'];
 
   constructor(
     private readonly inner: FileSystem,
@@ -27,6 +35,48 @@ export class ConfinedFileSystem implements FileSystem {
     private readonly report: (violation: string) => void,
     private readonly stateDir?: string,
   ) {
+    const { lstatAll, writeFileExclusive, createFile, link, readLinkSync, grantOwnerAccess } = inner;
+    if (lstatAll) {
+      this.lstatAll = (paths) => {
+        for (const path of paths) this.check('lstatAll', path);
+        coverage.lstatAlls++;
+        return lstatAll.call(inner, paths);
+      };
+    }
+    if (writeFileExclusive) {
+      this.writeFileExclusive = (path, data, opts) => {
+        this.check('writeFileExclusive', path);
+        coverage.exclusiveWrites++;
+        return writeFileExclusive.call(inner, path, data, opts);
+      };
+    }
+    if (createFile) {
+      this.createFile = (path, data, opts) => {
+        this.check('createFile', path);
+        coverage.createdInPlace++;
+        return createFile.call(inner, path, data, opts);
+      };
+    }
+    if (link) {
+      this.link = (from, to) => {
+        this.check('link', from);
+        this.check('link', to);
+        coverage.links++;
+        return link.call(inner, from, to);
+      };
+    }
+    if (readLinkSync) {
+      this.readLinkSync = (path) => {
+        this.check('readLinkSync', path);
+        return readLinkSync.call(inner, path);
+      };
+    }
+    if (grantOwnerAccess) {
+      this.grantOwnerAccess = (path, expect) => {
+        this.check('grantOwnerAccess', path);
+        return grantOwnerAccess.call(inner, path, expect);
+      };
+    }
     const watchDir = inner.watchDir?.bind(inner);
     if (watchDir) {
       this.watchDir = (path, onEvent) => {

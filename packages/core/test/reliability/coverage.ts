@@ -51,6 +51,11 @@ export const coverage = {
   casesOnRealDisk: 0,
   watchesStarted: 0,
   watchEvents: 0,
+  /** The seam's optional calls the engine made (passed through the fuzz's wrappers, as production has them). */
+  createdInPlace: 0,
+  exclusiveWrites: 0,
+  links: 0,
+  lstatAlls: 0,
   passesFeedThenListing: 0,
   /** Feed and folder-listing faults played, versions redacted, and sessions the feed refused. */
   feedFaultsPlayed: 0,

@@ -46,6 +46,12 @@ export class KillSwitch {
       rename: (a, b) => k.disk(() => inner.rename(a, b)),
       openDir: async (p) => k.dirHandle(await k.disk(() => inner.openDir(p))),
       openFile: async (p) => k.openFile(await k.disk(() => inner.openFile(p))),
+      // The seam's optional calls, as production has them: without them the engine runs its fallbacks.
+      ...(inner.lstatAll && { lstatAll: (ps: readonly string[]) => k.disk(() => inner.lstatAll!(ps)) }),
+      ...(inner.writeFileExclusive && { writeFileExclusive: (p: string, d: Uint8Array, o?: { mode?: number }) => k.disk(() => inner.writeFileExclusive!(p, d, o)) }),
+      ...(inner.createFile && { createFile: (p: string, d: Uint8Array, o?: { mode?: number }) => k.disk(() => inner.createFile!(p, d, o)) }),
+      ...(inner.link && { link: (a: string, b: string) => k.disk(() => inner.link!(a, b)) }),
+      ...(inner.grantOwnerAccess && { grantOwnerAccess: (p: string, e?: { dev: number; ino: number }) => k.disk(() => inner.grantOwnerAccess!(p, e)) }),
       ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
       // A dead worker starts no watch, and hears from none it started.
       ...(inner.watchDir && {

@@ -33,6 +33,12 @@ async function check(name: string, disk: fc.Arbitrary<Scenario['disk']>, numRuns
   await fc.assert(randomCases(disk), { numRuns, seed });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`model ${name}: seed=${seed} runs=${numRuns} violations=0 in ${seconds} s`, JSON.stringify({ exercised: coverage }));
+  // Every case materializes, and both disks have the seam's optional calls: a run without them
+  // ran the fallbacks production never takes (the fuzz's wrappers once dropped them).
+  if (coverage.cases > 0) {
+    expect(coverage.createdInPlace, 'files created in place by a materialize').toBeGreaterThan(0);
+    expect(coverage.exclusiveWrites, 'new files written exclusively').toBeGreaterThan(0);
+  }
   // Cases on the real disk run with the folder watch on (Linux): a wrapper of the test's that
   // drops `watchDir` would silently turn it off for every case, as one once did.
   if (process.platform === 'linux' && coverage.casesOnRealDisk > 0) {

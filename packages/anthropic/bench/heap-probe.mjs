@@ -31,14 +31,14 @@ async function driver() {
   const pathOf = (i) => `/f${String(i % 40).padStart(2, '0')}/n${String(i).padStart(5, '0')}.md`;
   const content = (i) => `# note ${i} v0\n${'lorem ipsum dolor sit amet '.repeat(37)}\n`;
   const files = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [pathOf(i), content(i)]));
-  const storeIds = Array.from({ length: 8 }, (_, i) => `memstore_probe_${i}`);
+  const storeIds = Array.from({ length: Number(process.env.STORES ?? 8) }, (_, i) => `memstore_probe_${i}`);
   for (const id of storeIds) await call('seed', id, files);
   const base = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'heap-probe-'));
   try {
     for (let run = 0; run < Number(process.env.RUNS ?? 3); run++) {
       for (const engine of (process.env.ENGINES ?? 'ours,sdk').split(',')) {
         const config = { engine, baseURL, storeIds, dir: join(base, `${engine}-${run}`), profile: engine === 'ours' && process.env.HEAP_PROF };
-        const c = fork(self, ['--child', JSON.stringify(config)], { stdio: 'inherit' });
+        const c = fork(self, ['--child', JSON.stringify(config)], { stdio: 'inherit', execArgv: (process.env.HEAP_NODE_FLAGS ?? '').split(' ').filter(Boolean) });
         await new Promise((resolve) => c.once('exit', resolve));
       }
     }
@@ -78,24 +78,49 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
     }
   };
   const timer = setInterval(sample, 2);
+  // HEAP_LIVE_AT=ms,ms (with HEAP_NODE_FLAGS=--expose-gc): the live heap at those moments, a full GC forced there.
+  if (process.env.HEAP_SNAPSHOT_AT) {
+    setTimeout(() => {
+      const file = v8.writeHeapSnapshot(join(process.env.HEAP_SNAPSHOT_DIR ?? tmpdir(), `heap-${engine}-${process.pid}.heapsnapshot`));
+      console.log(`  heap snapshot: ${file}`);
+    }, Number(process.env.HEAP_SNAPSHOT_AT)).unref();
+  }
+  for (const at of (process.env.HEAP_LIVE_AT ?? '').split(',').filter(Boolean).map(Number)) {
+    setTimeout(() => {
+      globalThis.gc();
+      console.log(`  live at ${at} ms: ${mb(process.memoryUsage().heapUsed)} MB`);
+    }, at).unref();
+  }
   const baseRss = process.memoryUsage.rss();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const silent = { debug() {}, info() {}, warn() {}, error() {} };
+  // Kept to the end: what the engine holds once mounted is part of what a session costs.
+  let engineObject;
   if (engine === 'ours') {
     const fileSystem = new NodeFileSystem();
     await fileSystem.mkdir(dir, { recursive: true });
-    await new MemoryMounter({ storeClient: new AnthropicStoreClient({ client }), fileSystem, memoryRoot: dir, logger: silent }).materialize(resources);
+    engineObject = new MemoryMounter({ storeClient: new AnthropicStoreClient({ client }), fileSystem, memoryRoot: dir, logger: silent });
+    await engineObject.materialize(resources);
   } else {
-    await new SessionMemoryStores(client, { workdir: dir }).download({ id: 'sesn_probe', resources });
+    engineObject = new SessionMemoryStores(client, { workdir: dir });
+    await engineObject.download({ id: 'sesn_probe', resources });
   }
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
+  // With HEAP_NODE_FLAGS=--expose-gc: the live heap once mounted (a full GC forced), the engine still held.
+  let liveAfter = '';
+  if (typeof globalThis.gc === 'function') {
+    globalThis.gc();
+    liveAfter = `  live once mounted ${mb(process.memoryUsage().heapUsed)} MB (${engineObject ? 'engine held' : ''})`;
+  }
   sample();
   clearInterval(timer);
   await new Promise((resolve) => setImmediate(resolve));
   observer.disconnect();
   console.log(
     `${engine.padEnd(4)} ${ms.toFixed(0).padStart(6)} ms  peak RSS ${mb(process.resourceUsage().maxRSS * 1024)} MB (from ${mb(baseRss)})  ` +
-      `heap used ${mb(peak.heapUsed)}  old space ${mb(peak.old)}  new space ${mb(peak.young)} MB  GCs: ${gcs.minor} scavenges, ${gcs.major} full`,
+      `CPU ${(cpu.user / 1000).toFixed(0)} user + ${(cpu.system / 1000).toFixed(0)} system ms  heap used ${mb(peak.heapUsed)}  old space ${mb(peak.old)}  new space ${mb(peak.young)} MB  GCs: ${gcs.minor} scavenges, ${gcs.major} full${liveAfter}`,
   );
   if (profile) {
     const { profile: sampled } = await session.post('HeapProfiler.stopSampling');

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { MARKER_FILE, MemoryMountError, type FileSystem, type StoreMemory } from '@memory-mounter/core';
 import { DOWNLOAD_CONTENT_LIMIT } from '../src/remote/content-budget.js';
@@ -180,4 +182,48 @@ describe.each(DISKS)('materialize folder by folder on %s', (disk) => {
       expect(progress[i]!.done).toBeLessThanOrEqual(progress[i]!.total);
     }
   });
+
+  it('lets go of a memory once it is written, while the rest of its folder still waits for the disk', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    h.client.seed(STORE, { '/a/1.md': 'a1', '/a/2.md': 'a2', '/b/3.md': 'b3' });
+    const list = h.client.list.bind(h.client);
+    // Each listed memory a fresh object, watched: the listing's own copy is no one else's.
+    const watched = new Map<string, WeakRef<StoreMemory>>();
+    h.client.list = async function* (id, opts) {
+      for await (const memory of list(id, opts)) {
+        const copy = { ...memory };
+        watched.set(copy.path, new WeakRef(copy));
+        yield copy;
+      }
+    };
+    // /a/2.md's write waits until the test lets it go: the folder's batch is still running.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding = false;
+    const fs = new Proxy(h.fs, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop !== 'createFile' && prop !== 'writeFile') return value.bind(target);
+        return async (path: string, ...rest: unknown[]) => {
+          if (path.endsWith('/2.md')) {
+            holding = true;
+            await held;
+          }
+          return (value as (...a: unknown[]) => Promise<void>).call(target, path, ...rest);
+        };
+      },
+    });
+    const materialized = h.mounter({ fileSystem: fs, transferConcurrency: 4 }).materialize([notesResource()]);
+    expect(await eventually(() => holding && watched.size === 3)).toBe(true);
+    expect(await eventually(() => false, 20)).toBe(false); // the other writes land meanwhile
+    expect(await h.read(`${h.notesDir}/a/1.md`)).toBe('a1');
+    gc();
+    expect(watched.get('/a/1.md')!.deref(), "a written memory of a folder still being written").toBeUndefined();
+    release();
+    await materialized;
+    expect(await h.read(`${h.notesDir}/a/2.md`)).toBe('a2');
+  });
 });
+

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { FOLDERS_IN_TURN, FolderTurns, spreadByFolder } from '../src/decide/start-order.js';
 import { MAX_HELD_FOLDERS } from '../src/local/store-folder.js';
@@ -61,6 +63,24 @@ describe('FolderTurns', () => {
     expect(turns.size).toBe(4);
     expect([turns.next(), turns.next(), turns.next(), turns.next()].map((t) => t?.path)).toEqual(['/b/1.md', '/a/2.md', '/b/2.md', '/c/1.md']);
     expect(turns.size).toBe(0);
+  });
+
+  it('keeps no transfer it has handed out, though its folder still has more to come', async () => {
+    // A download's transfer holds its memory's content: kept until the folder's last one, every
+    // folder's content would stay in memory for as long as its folder takes.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const turns = new FolderTurns<{ path: string; content: string }>(1);
+    for (let i = 0; i < 3; i++) turns.add({ path: `/a/${i}.md`, content: `c${i}` });
+    let taken: { path: string } | undefined = turns.next();
+    const weak = new WeakRef(taken!);
+    taken = undefined;
+    // A WeakRef keeps its target until the job that made it ends.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(weak.deref()).toBeUndefined();
+    expect(turns.size).toBe(2);
+    expect([turns.next(), turns.next()].map((t) => t?.path)).toEqual(['/a/1.md', '/a/2.md']);
   });
 
   it('refuses a window under one', () => {

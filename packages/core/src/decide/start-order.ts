@@ -22,10 +22,10 @@ import type { Transfer } from './plan.js';
  */
 export const FOLDERS_IN_TURN = 4;
 
-/** One folder's transfers still to start. */
+/** One folder's transfers still to start: `queue[at]` on; those before it are taken and let go. */
 interface Turn<T> {
   readonly folder: string;
-  readonly queue: T[];
+  readonly queue: (T | undefined)[];
   at: number;
 }
 
@@ -68,7 +68,10 @@ export class FolderTurns<T extends Pick<Transfer, 'path'>> {
     if (this.#active.length === 0) return undefined;
     if (this.#cursor >= this.#active.length) this.#cursor = 0;
     const turn = this.#active[this.#cursor]!;
-    const item = turn.queue[turn.at++]!;
+    const item = turn.queue[turn.at]!;
+    // Let go as it is taken: a download's item holds its memory's content, which must not wait
+    // in memory for the rest of its folder (docs/performance.md, the seventh round).
+    turn.queue[turn.at++] = undefined;
     this.#size--;
     if (turn.at < turn.queue.length) {
       this.#cursor++;

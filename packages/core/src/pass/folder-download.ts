@@ -119,17 +119,28 @@ export async function downloadByFolder(deps: FolderDownloadDeps): Promise<Folder
 
   // Each folder's listing, in `listStore`'s order once all are in.
   const folderListings: ListedMemory[][] = level.folders.map(() => []);
+  /** A folder's listing answered: its batch starts, and nothing here keeps its memories while the batch runs. */
+  const startFolder = (prefix: string, i: number, memories: readonly StoreMemory[]): Promise<void> => {
+    folderListings[i] = memories.map(listedOnly);
+    const inside = memories.filter((m) => m.path.startsWith(prefix));
+    for (const m of memories) if (!m.path.startsWith(prefix)) deferred.push(m);
+    const batch = runBatch(inside, indexRemote(inside));
+    batches.push(batch);
+    return batch;
+  };
   const listings = level.folders.map(async (prefix, i) => {
     const ticket = await budget.admit(signal);
     try {
-      const memories = await pool.runExclusive(() => listWhole(client, storeId, { withContent: true, signal, pathPrefix: prefix }));
-      result.listedUntil = Math.max(result.listedUntil, performance.now());
-      ticket.carried(memories.reduce((sum, m) => sum + (typeof m.content === 'string' ? m.content.length : 0), 0));
-      folderListings[i] = memories.map(listedOnly);
-      const inside = memories.filter((m) => m.path.startsWith(prefix));
-      for (const m of memories) if (!m.path.startsWith(prefix)) deferred.push(m);
-      const batch = runBatch(inside, indexRemote(inside));
-      batches.push(batch);
+      // The listing's memories (their content) go only to the batch, and from it to each
+      // transfer, let go once written: held here across the batch, every memory of the folder
+      // would stay in memory until the last of them is on disk.
+      const batch = await pool
+        .runExclusive(() => listWhole(client, storeId, { withContent: true, signal, pathPrefix: prefix }))
+        .then((memories) => {
+          result.listedUntil = Math.max(result.listedUntil, performance.now());
+          ticket.carried(memories.reduce((sum, m) => sum + (typeof m.content === 'string' ? m.content.length : 0), 0));
+          return startFolder(prefix, i, memories);
+        });
       await batch;
     } finally {
       ticket.release();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreSyncReport } from '@memory-mounter/core';
 import { emptyPassReport, emptySyncState } from '@memory-mounter/core/engine';
-import { keptUnread, localChanges, unpushedChanges, type LastScan, type LocalChange } from '../src/decide/unpushed.js';
+import { keptUnread, localChanges, scanAfterMoves, unpushedChanges, type LastScan, type LocalChange } from '../src/decide/unpushed.js';
 import { pendingLocalChanges } from '../src/session/status.js';
 
 /** What finalize names as not pushed, from the baseline and the last scan (SPEC 6.2). */
@@ -85,6 +85,26 @@ function flushReport(over: Partial<StoreSyncReport>): StoreSyncReport {
     ...over,
   };
 }
+
+describe('scanAfterMoves', () => {
+  const scan: LastScan = { files: filesOf({ '/g/h.md': 'EDIT', '/g/i.md': 'I', '/x.md': 'X' }), blocked: new Map(), baseline: map({ '/g/h.md': 'H', '/g/i.md': 'I', '/x.md': 'X' }) };
+
+  it("moves each file the pass moved, with the baseline it was scanned against, to its new path", () => {
+    const after = scanAfterMoves(scan, [{ from: '/g/h.md', to: '/d/h.md' }, { from: '/g/i.md', to: '/d/i.md' }]);
+    expect([...after.files.keys()].sort()).toEqual(['/d/h.md', '/d/i.md', '/x.md']);
+    expect(after.files.get('/d/h.md')).toEqual({ sha: 'EDIT' });
+    expect(Object.fromEntries(after.baseline)).toEqual({ '/d/h.md': 'H', '/d/i.md': 'I', '/x.md': 'X' });
+    // The edit moved with its file is named at the path it is at now.
+    const flush = flushReport({ status: 'skipped', code: 'time_bound', reason: 'cut off' });
+    expect(unpushedChanges(flush, map({ '/d/h.md': 'H', '/d/i.md': 'I', '/x.md': 'X' }), after).map((u) => u.path)).toEqual(['/d/h.md']);
+  });
+
+  it('leaves the scan as it is for a move it did not see (the file was already at its new path, or not scanned)', () => {
+    const already: LastScan = { ...scan, files: filesOf({ '/d/h.md': 'EDIT', '/g/h.md': 'OTHER' }) };
+    expect(scanAfterMoves(already, [{ from: '/g/h.md', to: '/d/h.md' }])).toBe(already);
+    expect(scanAfterMoves(scan, [{ from: '/nowhere.md', to: '/d/n.md' }])).toBe(scan);
+  });
+});
 
 describe('unpushedChanges', () => {
   const baseline = map({ '/a.md': 'A', '/b.md': 'B' });

@@ -15,6 +15,27 @@ export interface LastScan {
   baseline: ReadonlyMap<string, string>;
 }
 
+/**
+ * The last scan as it reads once the pass has moved files on disk (following the store's
+ * renames): each moved file, and the baseline it was scanned against, at its new path. Without
+ * this, an edit moved with its file and then not pushed (the pass cut off) was named at the
+ * path it left, and finalize removed the folder with the edit at a path no report named.
+ */
+export function scanAfterMoves(scan: LastScan, moves: readonly { from: string; to: string }[]): LastScan {
+  const moved = moves.filter(({ from, to }) => scan.files.has(from) && !scan.files.has(to));
+  if (moved.length === 0) return scan;
+  const files = new Map(scan.files);
+  const baseline = new Map(scan.baseline);
+  for (const { from, to } of moved) {
+    files.set(to, files.get(from)!);
+    files.delete(from);
+    const agreed = baseline.get(from);
+    baseline.delete(from);
+    if (agreed !== undefined) baseline.set(to, agreed);
+  }
+  return { ...scan, files, baseline };
+}
+
 export type LocalChange = 'edited' | 'new' | 'deleted';
 
 export interface LocalChangesInput {

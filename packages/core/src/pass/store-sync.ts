@@ -24,7 +24,7 @@ import type { StoreFolder } from '../local/store-folder.js';
 import { listStore, listWhole } from '../remote/store-listing.js';
 import type { ContentLane } from '../remote/content-budget.js';
 import { emptySyncState, type RecordedState, type SyncState } from '../model/sync-state.js';
-import type { LastScan } from '../decide/unpushed.js';
+import { scanAfterMoves, type LastScan } from '../decide/unpushed.js';
 import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
 import { noRequests, requestsBetween } from '../remote/request-count.js';
@@ -647,6 +647,9 @@ export class StoreSync {
     const settled = settle({ ...state, baseline: decision.baseline, unknownWrites: decision.unknownWrites }, plan, acted.outcomes);
     this.#clearedBaseline = decision.cleared;
     mergeReport(report, this.#commit(settled, acted));
+    // What finalize names as unpushed reads the scan: a file this pass moved is at its new path.
+    const moved = settled.report.renamed.filter((r) => r.side === 'local');
+    if (moved.length > 0 && this.lastScan) this.lastScan = scanAfterMoves(this.lastScan, moved);
     // The store answered something the view did not predict (a memory gone or changed that the
     // view held, a path taken that it held free): the view may be wrong in a way no version will
     // ever correct (a spurious not_found made it forget a memory that is still there), so the

@@ -1054,3 +1054,16 @@ describe('regressions: the fuzz with the folder watch on (issue 24)', () => {
     ));
   }
 });
+
+describe('regressions: the fuzz with every optional seam call (issue 24, seventh round)', () => {
+  // Seed 20261801 (mixed disks) at case 5,748, on the real disk; shows on memfs too, and on the
+  // code before this round (d55ce38): the final sync moved the agent's edited file with its
+  // memory's store rename, its push was cut off, the flush was cut off before its scan, and
+  // finalize named the edit at the path it had left (B38).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`an edit moved with its file after a store rename, its push then cut off at finalize (${disk}): it is named where it is`, replay(
+      { disk, seedRw: ['/g/h.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 0.02, conflictCopies: false },
+      [new StallNext('update', 1, 'before'), new AgentWrite('rw', '/g/h.md'), new RemoteRenameDir('rw', '/g', '/d'), new Finalize('completed')],
+    ));
+  }
+});

@@ -125,15 +125,26 @@ const UNPUSHED_WARNING = /^finalize: local changes not pushed/;
 const FEED_REFUSED_INFO = /^change feed not available to this session/;
 
 /** A logger that drops everything but finalize's unpushed warnings and the feed's refusals, which the oracle checks. */
+/** `MM_TRACE=1`: every line the engine logs in a case is printed, to read a counterexample by. */
+function trace(level: keyof Logger, msg: string, fields: Record<string, unknown> | undefined): void {
+  if (process.env.MM_TRACE) console.log(level, msg, JSON.stringify(fields ?? {}));
+}
+
 class CapturingLogger implements Logger {
   readonly unpushedWarnings: Record<string, unknown>[] = [];
   onFeedRefused: (storeId: string) => void = () => undefined;
-  debug() {}
+  debug(msg: string, fields?: Record<string, unknown>) {
+    trace('debug', msg, fields);
+  }
   info(msg: string, fields?: Record<string, unknown>) {
+    trace('info', msg, fields);
     if (FEED_REFUSED_INFO.test(msg)) this.onFeedRefused(String(fields?.memory_store_id));
   }
-  error() {}
+  error(msg: string, fields?: Record<string, unknown>) {
+    trace('error', msg, fields);
+  }
   warn(msg: string, fields?: Record<string, unknown>) {
+    trace('warn', msg, fields);
     if (UNPUSHED_WARNING.test(msg)) this.unpushedWarnings.push(fields ?? {});
   }
 }

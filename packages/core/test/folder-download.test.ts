@@ -3,7 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { MARKER_FILE, MemoryMountError, type FileSystem, type StoreMemory } from '@memory-mounter/core';
 import { DOWNLOAD_CONTENT_LIMIT } from '../src/remote/content-budget.js';
-import { DISKS, notesResource, STORE, useHarness } from './harness.js';
+import { aroundCreateFile, DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 /**
  * Materialize downloads folder by folder (folder-download.ts): each folder's files are written
@@ -201,19 +201,12 @@ describe.each(DISKS)('materialize folder by folder on %s', (disk) => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let holding = false;
-    const fs = new Proxy(h.fs, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        if (prop !== 'createFile' && prop !== 'writeFile') return value.bind(target);
-        return async (path: string, ...rest: unknown[]) => {
-          if (path.endsWith('/2.md')) {
-            holding = true;
-            await held;
-          }
-          return (value as (...a: unknown[]) => Promise<void>).call(target, path, ...rest);
-        };
-      },
+    const fs = aroundCreateFile(h.fs, async (create, path, data, opts) => {
+      if (path.endsWith('/2.md')) {
+        holding = true;
+        await held;
+      }
+      return create(path, data, opts);
     });
     const materialized = h.mounter({ fileSystem: fs, transferConcurrency: 4 }).materialize([notesResource()]);
     expect(await eventually(() => holding && watched.size === 3)).toBe(true);

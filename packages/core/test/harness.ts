@@ -169,3 +169,23 @@ export function withoutChangeFeed(client: InMemoryStoreClient): void {
 export const neverAnsweringFeed = (): AsyncIterable<StoreMemoryVersion> => ({
   [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StoreMemoryVersion>>(() => {}) }),
 });
+
+/**
+ * `fs` with its `createFile` (a materialize's in-place create) run through `around`, which is
+ * handed the real one; every other call as it is. For tests that plant something at the moment
+ * of a create, or cut one short.
+ */
+export function aroundCreateFile(
+  fs: FileSystem,
+  around: (create: NonNullable<FileSystem['createFile']>, path: string, data: Uint8Array, opts?: { mode?: number }) => Promise<void>,
+): FileSystem {
+  const create = fs.createFile?.bind(fs);
+  if (!create) throw new Error('aroundCreateFile: this filesystem has no createFile');
+  return new Proxy(fs, {
+    get(target, prop, receiver) {
+      if (prop === 'createFile') return (path: string, data: Uint8Array, opts?: { mode?: number }) => around(create, path, data, opts);
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

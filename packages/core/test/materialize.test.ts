@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryMountError, mountPathSlug, type FileSystem } from '@memory-mounter/core';
-import { DISKS, notesResource, STORE, useHarness } from './harness.js';
+import { MemoryMountError, mountPathSlug } from '@memory-mounter/core';
+import { aroundCreateFile, DISKS, notesResource, STORE, useHarness } from './harness.js';
 
 const store = (id: string, over: Record<string, unknown> = {}) => ({ type: 'memory_store', memory_store_id: id, name: id, ...over });
 
@@ -281,19 +281,12 @@ describe.each(DISKS)('materialize on %s', (disk) => {
   it('an entry made where a memory goes before its create is kept, not written over, when the file is made in place', async () => {
     h.client.seed(STORE, { '/a.md': 'alpha', '/b.md': 'beta' });
     let planted = false;
-    const fs = new Proxy(h.fs, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        if (prop !== 'createFile') return value.bind(target);
-        return async (path: string, data: Uint8Array, opts?: { mode?: number }) => {
-          if (path.endsWith('/a.md') && !planted) {
-            planted = true;
-            await target.writeFile(path, new TextEncoder().encode('made first'));
-          }
-          return (value as NonNullable<FileSystem['createFile']>).call(target, path, data, opts);
-        };
-      },
+    const fs = aroundCreateFile(h.fs, async (create, path, data, opts) => {
+      if (path.endsWith('/a.md') && !planted) {
+        planted = true;
+        await h.fs.writeFile(path, new TextEncoder().encode('made first'));
+      }
+      return create(path, data, opts);
     });
     await h.mounter({ fileSystem: fs }).materialize([notesResource()]).catch(() => {});
     expect(planted).toBe(true);

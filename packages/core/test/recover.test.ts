@@ -7,13 +7,12 @@ import {
   recordFileName,
   sha256Hex,
   StoreError,
-  type FileSystem,
   type MemoryMounterOptions,
   type StateRecord,
   type StoreMemory,
 } from '@memory-mounter/core';
 import { FaultyFileSystem } from '@memory-mounter/testing';
-import { DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness } from './harness.js';
+import { aroundCreateFile, DISKS, neverAnsweringList, notesResource, SEED, STORE, useHarness } from './harness.js';
 
 /**
  * SPEC 6.3 / issue 13 item 3: state records kept by the mounter, `keepUnpushed`, and
@@ -388,18 +387,11 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       h.client.seed(STORE, SEED);
       let halfWritten = false;
       // The download's create of b.md makes the file and writes half of it, then never returns: the kill.
-      const fs = new Proxy(h.fs, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver) as unknown;
-          if (typeof value !== 'function') return value;
-          if (prop !== 'createFile') return value.bind(target);
-          return async (path: string, data: Uint8Array, opts?: { mode?: number }) => {
-            if (!path.endsWith('/b.md')) return (value as NonNullable<FileSystem['createFile']>).call(target, path, data, opts);
-            await (value as NonNullable<FileSystem['createFile']>).call(target, path, data.subarray(0, 2), opts);
-            halfWritten = true;
-            return new Promise<void>(() => {});
-          };
-        },
+      const fs = aroundCreateFile(h.fs, async (create, path, data, opts) => {
+        if (!path.endsWith('/b.md')) return create(path, data, opts);
+        await create(path, data.subarray(0, 2), opts);
+        halfWritten = true;
+        return new Promise<void>(() => {});
       });
       void h.mounter({ stateDir, fileSystem: fs }).materialize([notesResource()]).catch(() => {});
       await vi_waitFor(async () => halfWritten);

@@ -60,7 +60,7 @@ const O_PATH = 0o10000000;
  */
 export class NodeFileSystem implements FileSystem {
   readonly #readFlags: number;
-  readonly #createTempFlags: number;
+  readonly #createNewFlags: number;
   readonly #dirFlags: number;
   readonly #noFollow: number;
   readonly #pinned: boolean;
@@ -91,8 +91,9 @@ export class NodeFileSystem implements FileSystem {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
     // O_NOCTTY: a terminal device opened here must never become the worker's controlling tty.
     this.#readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_NOCTTY ?? 0);
-    // O_EXCL: the temp name is fresh, so anything already there is someone else's and not ours.
-    this.#createTempFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+    // O_EXCL: a temp name is fresh, and a file made in place is new, so anything already there is
+    // someone else's and not ours.
+    this.#createNewFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
     this.#noFollow = O_NOFOLLOW;
     this.#dirFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (constants.O_DIRECTORY ?? 0);
     this.#pinned = opts.pinDirectories ?? canNameDescriptors(this.#dirFlags);
@@ -287,18 +288,8 @@ export class NodeFileSystem implements FileSystem {
    * there, a link included (never followed), so nothing but a file of ours is ever written. What
    * this process created and could not fill is removed: a half file is no one's content.
    */
-  async createFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
-    const fd = await openFdMode(path, this.#createTempFlags, opts.mode ?? DEFAULT_FILE_MODE);
-    try {
-      try {
-        await writeWhole(fd, data, path);
-      } finally {
-        await closeFd(fd);
-      }
-    } catch (err) {
-      await unlinkPath(path).catch(() => {});
-      throw err;
-    }
+  createFile(path: string, data: Uint8Array, opts: { mode?: number } = {}): Promise<void> {
+    return this.#createFilled(path, data, opts.mode);
   }
 
   /** link(2): it does not follow a symlink at `from`, and fails with EEXIST on any entry at `to`. */
@@ -309,20 +300,25 @@ export class NodeFileSystem implements FileSystem {
   /** Writes `data` to a fresh temp file beside `path` (same directory: the rename or link stays on one filesystem); returns its path. */
   async #writeTemp(path: string, data: Uint8Array, mode: number | undefined): Promise<string> {
     const temp = join(dirname(path), tempFileName());
+    await this.#createFilled(temp, data, mode);
+    return temp;
+  }
+
+  /** A new file at `path` (O_CREAT | O_EXCL | O_NOFOLLOW) holding `data`; removed again if it cannot be filled. */
+  async #createFilled(path: string, data: Uint8Array, mode: number | undefined): Promise<void> {
     // Plain descriptors and the callback API, as for reads: a download writes thousands of
     // files, and fs-extra's promise wrappers cost more per call than the write itself.
-    const fd = await openFdMode(temp, this.#createTempFlags, mode ?? DEFAULT_FILE_MODE);
+    const fd = await openFdMode(path, this.#createNewFlags, mode ?? DEFAULT_FILE_MODE);
     try {
       try {
-        await writeWhole(fd, data, temp);
+        await writeWhole(fd, data, path);
       } finally {
         await closeFd(fd);
       }
     } catch (err) {
-      await unlinkPath(temp).catch(() => {});
+      await unlinkPath(path).catch(() => {});
       throw err;
     }
-    return temp;
   }
 
   async mkdir(path: string, opts: { mode?: number; recursive?: boolean } = {}): Promise<void> {

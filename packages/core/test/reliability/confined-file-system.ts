@@ -2,7 +2,14 @@ import { readlinkSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { DirEntry, DirHandle, DirWatch, FileStat, FileSystem, OpenFile } from '@memory-mounter/core';
 import { coverage } from './coverage.js';
+import { optionalCalls, type OptionalCalls } from './optional-calls.js';
 import type { EntryKind } from './host-disk.js';
+
+/** Which optional calls the fuzz counts, and where. */
+const COUNTED = { createFile: 'createdInPlace', writeFileExclusive: 'exclusiveWrites', link: 'links', lstatAll: 'lstatAlls' } as const;
+
+// The optional calls `optionalCalls` gives it, when the inner filesystem has them.
+export interface ConfinedFileSystem extends OptionalCalls {}
 
 /**
  * The engine's FileSystem with a witness: every path it is handed must lie under memoryRoot and
@@ -19,14 +26,6 @@ import type { EntryKind } from './host-disk.js';
 export class ConfinedFileSystem implements FileSystem {
   /** Present when the inner filesystem can watch: the folder watched must lie under memoryRoot too. */
   readonly watchDir?: (path: string, onEvent: (kind: 'change' | 'error') => void) => DirWatch;
-  // The seam's other optional members, present when the inner filesystem has them and checked
-  // like the rest: without them the engine takes its fallbacks, which production never runs.
-  readonly lstatAll?: FileSystem['lstatAll'];
-  readonly writeFileExclusive?: FileSystem['writeFileExclusive'];
-  readonly createFile?: FileSystem['createFile'];
-  readonly link?: FileSystem['link'];
-  readonly readLinkSync?: FileSystem['readLinkSync'];
-  readonly grantOwnerAccess?: FileSystem['grantOwnerAccess'];
 
   constructor(
     private readonly inner: FileSystem,
@@ -35,48 +34,14 @@ export class ConfinedFileSystem implements FileSystem {
     private readonly report: (violation: string) => void,
     private readonly stateDir?: string,
   ) {
-    const { lstatAll, writeFileExclusive, createFile, link, readLinkSync, grantOwnerAccess } = inner;
-    if (lstatAll) {
-      this.lstatAll = (paths) => {
-        for (const path of paths) this.check('lstatAll', path);
-        coverage.lstatAlls++;
-        return lstatAll.call(inner, paths);
-      };
-    }
-    if (writeFileExclusive) {
-      this.writeFileExclusive = (path, data, opts) => {
-        this.check('writeFileExclusive', path);
-        coverage.exclusiveWrites++;
-        return writeFileExclusive.call(inner, path, data, opts);
-      };
-    }
-    if (createFile) {
-      this.createFile = (path, data, opts) => {
-        this.check('createFile', path);
-        coverage.createdInPlace++;
-        return createFile.call(inner, path, data, opts);
-      };
-    }
-    if (link) {
-      this.link = (from, to) => {
-        this.check('link', from);
-        this.check('link', to);
-        coverage.links++;
-        return link.call(inner, from, to);
-      };
-    }
-    if (readLinkSync) {
-      this.readLinkSync = (path) => {
-        this.check('readLinkSync', path);
-        return readLinkSync.call(inner, path);
-      };
-    }
-    if (grantOwnerAccess) {
-      this.grantOwnerAccess = (path, expect) => {
-        this.check('grantOwnerAccess', path);
-        return grantOwnerAccess.call(inner, path, expect);
-      };
-    }
+    // The seam's other optional calls, checked like the rest (and counted, for the figures).
+    Object.assign(
+      this,
+      optionalCalls(inner, (op, paths) => {
+        for (const path of paths) this.check(op, path);
+        if (op in COUNTED) coverage[COUNTED[op as keyof typeof COUNTED]]++;
+      }),
+    );
     const watchDir = inner.watchDir?.bind(inner);
     if (watchDir) {
       this.watchDir = (path, onEvent) => {

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { fsError, isConflictCopyName } from '@memory-mounter/core';
 import type { DirEntry, DirHandle, FileStat, FileSystem, OpenFile, WriteOptions } from '@memory-mounter/core';
 import { viaDescriptor } from './confined-file-system.js';
+import { optionalCalls, type OptionalCalls } from './optional-calls.js';
 
 /**
  * Disk faults of the model: files the engine cannot open (`EACCES` for a file made unreadable,
@@ -63,41 +64,27 @@ export class DiskFaults {
   }
 }
 
+// The optional calls `optionalCalls` gives it, when the inner filesystem has them.
+interface DiskFaultFileSystem extends OptionalCalls {}
+
 /** The engine's FileSystem with the queued disk faults played on it; everything else passes through. */
 class DiskFaultFileSystem implements FileSystem {
   /** The inner filesystem's watch, passed through: without it every fuzz case ran with the watch off. */
   readonly watchDir?: FileSystem['watchDir'];
-  // The other optional members too, or the engine would run only its fallbacks here. A new
-  // file is a write like `writeFile`'s: a conflict copy's ENOSPC meets it as well.
-  readonly lstatAll?: FileSystem['lstatAll'];
-  readonly writeFileExclusive?: FileSystem['writeFileExclusive'];
-  readonly createFile?: FileSystem['createFile'];
-  readonly link?: FileSystem['link'];
-  readonly readLinkSync?: FileSystem['readLinkSync'];
-  readonly grantOwnerAccess?: FileSystem['grantOwnerAccess'];
 
   constructor(
     private readonly inner: FileSystem,
     private readonly faults: DiskFaults,
   ) {
     if (inner.watchDir) this.watchDir = inner.watchDir.bind(inner);
-    if (inner.lstatAll) this.lstatAll = inner.lstatAll.bind(inner);
-    if (inner.link) this.link = inner.link.bind(inner);
-    if (inner.readLinkSync) this.readLinkSync = inner.readLinkSync.bind(inner);
-    if (inner.grantOwnerAccess) this.grantOwnerAccess = inner.grantOwnerAccess.bind(inner);
-    const { writeFileExclusive, createFile } = inner;
-    if (writeFileExclusive) {
-      this.writeFileExclusive = async (path, data, opts) => {
-        this.faults.checkWrite(path);
-        return writeFileExclusive.call(inner, path, data, opts);
-      };
-    }
-    if (createFile) {
-      this.createFile = async (path, data, opts) => {
-        this.faults.checkWrite(path);
-        return createFile.call(inner, path, data, opts);
-      };
-    }
+    // The other optional calls too: a new file is a write like `writeFile`'s, so a conflict
+    // copy's ENOSPC meets it as well.
+    Object.assign(
+      this,
+      optionalCalls(inner, (op, [path]) => {
+        if (op === 'writeFileExclusive' || op === 'createFile') this.faults.checkWrite(path!);
+      }),
+    );
   }
 
   lstat(path: string): Promise<FileStat | null> {

@@ -1,4 +1,5 @@
 import type { DirHandle, FileStat, FileSystem, OpenFile, StoreClient } from '@memory-mounter/core';
+import { optionalCalls } from './optional-calls.js';
 
 /**
  * A SIGKILL, in process: once `kill()` is called, everything the dead mounter still tries
@@ -46,13 +47,8 @@ export class KillSwitch {
       rename: (a, b) => k.disk(() => inner.rename(a, b)),
       openDir: async (p) => k.dirHandle(await k.disk(() => inner.openDir(p))),
       openFile: async (p) => k.openFile(await k.disk(() => inner.openFile(p))),
-      // The seam's optional calls, as production has them: without them the engine runs its fallbacks.
-      ...(inner.lstatAll && { lstatAll: (ps: readonly string[]) => k.disk(() => inner.lstatAll!(ps)) }),
-      ...(inner.writeFileExclusive && { writeFileExclusive: (p: string, d: Uint8Array, o?: { mode?: number }) => k.disk(() => inner.writeFileExclusive!(p, d, o)) }),
-      ...(inner.createFile && { createFile: (p: string, d: Uint8Array, o?: { mode?: number }) => k.disk(() => inner.createFile!(p, d, o)) }),
-      ...(inner.link && { link: (a: string, b: string) => k.disk(() => inner.link!(a, b)) }),
-      ...(inner.grantOwnerAccess && { grantOwnerAccess: (p: string, e?: { dev: number; ino: number }) => k.disk(() => inner.grantOwnerAccess!(p, e)) }),
-      ...(inner.readLinkSync && { readLinkSync: (p: string) => inner.readLinkSync!(p) }),
+      // The seam's optional calls, as production has them, through the switch like the rest.
+      ...optionalCalls(inner, () => undefined, (call) => k.disk(call)),
       // A dead worker starts no watch, and hears from none it started.
       ...(inner.watchDir && {
         watchDir: (p: string, onEvent: (kind: 'change' | 'error') => void) => {

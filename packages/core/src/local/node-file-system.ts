@@ -420,12 +420,6 @@ function watchPinnedDir(path: string, onEvent: (kind: 'change' | 'error') => voi
   };
 }
 
-/**
- * Reads from the start of the file until its end or `maxBytes`, whichever comes first.
- * `expectedSize` is the size the open descriptor's fstat gave: the first read asks for one byte
- * more, so a file that did not grow is read whole by one read(2) into a buffer of its size, and
- * one that did goes on in chunks. Never more than `maxBytes` is read or allocated.
- */
 /** Writes all of `data` to `fd` from its start; `path` only names a failure. */
 async function writeWhole(fd: number, data: Uint8Array, path: string): Promise<void> {
   for (let at = 0; at < data.byteLength; ) {
@@ -436,6 +430,12 @@ async function writeWhole(fd: number, data: Uint8Array, path: string): Promise<v
   }
 }
 
+/**
+ * Reads from the start of the file until its end or `maxBytes`, whichever comes first.
+ * `expectedSize` is the size the open descriptor's fstat gave: the first read asks for one byte
+ * more, so a file that did not grow is read whole by one read(2) into a buffer of its size, and
+ * one that did goes on in chunks. Never more than `maxBytes` is read or allocated.
+ */
 async function readUpTo(
   read: (buffer: Buffer, position: number) => Promise<{ bytesRead: number }>,
   maxBytes: number,

@@ -94,6 +94,7 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
   const baseRss = process.memoryUsage.rss();
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
+  const eluBefore = performance.eventLoopUtilization();
   const silent = { debug() {}, info() {}, warn() {}, error() {} };
   // Kept to the end: what the engine holds once mounted is part of what a session costs.
   let engineObject;
@@ -108,6 +109,7 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
   }
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
+  const mainThreadBusy = performance.eventLoopUtilization(eluBefore).active;
   // With HEAP_NODE_FLAGS=--expose-gc: the live heap once mounted (a full GC forced), the engine still held.
   let liveAfter = '';
   if (typeof globalThis.gc === 'function') {
@@ -120,7 +122,7 @@ async function child({ engine, baseURL, storeIds, dir, profile }) {
   observer.disconnect();
   console.log(
     `${engine.padEnd(4)} ${ms.toFixed(0).padStart(6)} ms  peak RSS ${mb(process.resourceUsage().maxRSS * 1024)} MB (from ${mb(baseRss)})  ` +
-      `CPU ${(cpu.user / 1000).toFixed(0)} user + ${(cpu.system / 1000).toFixed(0)} system ms  heap used ${mb(peak.heapUsed)}  old space ${mb(peak.old)}  new space ${mb(peak.young)} MB  GCs: ${gcs.minor} scavenges, ${gcs.major} full${liveAfter}`,
+      `CPU ${(cpu.user / 1000).toFixed(0)} user + ${(cpu.system / 1000).toFixed(0)} system ms (main thread busy ${mainThreadBusy.toFixed(0)} ms)  heap used ${mb(peak.heapUsed)}  old space ${mb(peak.old)}  new space ${mb(peak.young)} MB  GCs: ${gcs.minor} scavenges, ${gcs.major} full${liveAfter}`,
   );
   if (profile) {
     const { profile: sampled } = await session.post('HeapProfiler.stopSampling');

@@ -35,8 +35,6 @@ import { fileURLToPath } from 'node:url';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import { SessionMemoryStores } from '@anthropic-ai/sdk/tools/agent-toolset/node';
@@ -95,16 +93,7 @@ interface Sample {
 }
 
 /** Times `run` (only it), with the requests it sent and the CPU the process spent. */
-/**
- * A full collection before each sample: the engines alternate in one process, and a sample
- * otherwise pays for whatever garbage the other engine's last run left (its scavenges and full
- * collections land in the next sample, whichever engine that is).
- */
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
-
 async function sample(run: () => Promise<unknown>): Promise<Sample> {
-  collectGarbage();
   const requests = await server.requestCount();
   const cpu = process.cpuUsage();
   const started = performance.now();

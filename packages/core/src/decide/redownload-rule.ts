@@ -14,7 +14,12 @@
  *   sha there: the file is the agent's edit of the memory it had, and the next plan pushes it;
  * - **waiting** while no file stands there and the store is unchanged: a file the agent makes
  *   there later is still its edit;
- * - **moot** once the path is in the baseline again (pulled) or the store holds anything else.
+ * - **moot** once the path is in the baseline again (pulled) or the store holds anything else;
+ * - **unseen** where the download's listing did not show the path at all: a listing may miss a
+ *   memory (one skipped while another writer acts), and absent from one listing is not gone
+ *   (reconcile.md), so the entry waits for a full listing to judge it, past the download's end.
+ *   Dropped as moot instead, the memory met the agent's next file there with no baseline, as
+ *   "both created": a conflict the store won, that nobody caused (reliability B40).
  *
  * A path with no file never regains its entry, so the wipe still never reads as deletions. The
  * entries are kept until a download ends whole (`StoreSync.download`), and taken up by every
@@ -23,24 +28,37 @@
 export interface AgreedTakeUp {
   /** Entries to put back into the baseline. */
   restored: ReadonlyMap<string, string>;
-  /** Entries still waiting for a file; null when none is. */
+  /** Entries still waiting for a file (the unseen ones included); null when none is. */
   waiting: ReadonlyMap<string, string> | null;
+  /** Of those, the entries whose path the store's side did not show (`unseen`); null when none is. */
+  unseen: ReadonlyMap<string, string> | null;
 }
 
+/**
+ * `unseen`, when given, says which paths the store's side read did not show at all (a
+ * download's listing); without it, a path the store does not show is moot (a pass's whole view).
+ */
 export function takeUpAgreed(
   cleared: ReadonlyMap<string, string>,
   baseline: ReadonlyMap<string, string>,
   storeSha: (path: string) => string | undefined,
   fileStands: (path: string) => boolean,
+  unseen?: (path: string) => boolean,
 ): AgreedTakeUp {
   const restored = new Map<string, string>();
   const waiting = new Map<string, string>();
+  const notShown = new Map<string, string>();
   for (const [path, agreed] of cleared) {
-    if (baseline.has(path) || storeSha(path) !== agreed) continue;
-    if (fileStands(path)) restored.set(path, agreed);
+    if (baseline.has(path)) continue;
+    const sha = storeSha(path);
+    if (sha === undefined && unseen?.(path)) {
+      waiting.set(path, agreed);
+      notShown.set(path, agreed);
+    } else if (sha !== agreed) continue;
+    else if (fileStands(path)) restored.set(path, agreed);
     else waiting.set(path, agreed);
   }
-  return { restored, waiting: waiting.size > 0 ? waiting : null };
+  return { restored, waiting: waiting.size > 0 ? waiting : null, unseen: notShown.size > 0 ? notShown : null };
 }
 
 /** The baseline a re-download clears: what was agreed before, with any entries an earlier re-download left waiting. */

@@ -199,7 +199,16 @@ export class StoreSync {
    */
   recordedState(): RecordedState {
     const acting = this.#acting;
-    return acting ? { baseline: acting.baseline, baselineIds: this.state.baselineIds, unknownWrites: acting.unknownWrites } : this.state;
+    const recorded = acting ? { baseline: acting.baseline, baselineIds: this.state.baselineIds, unknownWrites: acting.unknownWrites } : this.state;
+    const cleared = this.#clearedBaseline;
+    if (!cleared) return recorded;
+    // A re-download's cleared entries still waiting are agreements recover must know: without
+    // them, a file the agent made at such a memory's place met the store's copy with no baseline
+    // at recovery, a conflict the store won (reliability B41). Recover pushes and never deletes,
+    // so an entry whose file the wipe took away is no deletion there.
+    const baseline = new Map(cleared);
+    for (const [path, sha] of recorded.baseline) baseline.set(path, sha);
+    return { baseline, baselineIds: recorded.baselineIds, unknownWrites: recorded.unknownWrites };
   }
 
   get folder(): StoreFolder {
@@ -393,12 +402,17 @@ export class StoreSync {
     // The re-download rule (redownload-rule.ts): a file the agent made meanwhile at a memory's
     // place, which this download left (`taken`, `changed_during_sync`), is its edit of that memory
     // where the store still holds what was agreed. The entries left waiting stay aside if this
-    // download fails; only a download that ends whole forgets them.
+    // download fails; a download that ends whole forgets them, but for those its listing did not
+    // show at all: those wait for the next pass, which lists the store in full to judge them.
+    let unseen: ReadonlyMap<string, string> | null = null;
     if (before) {
       const left = new Set(outcomes.filter(({ action, result }) => action.type === 'pull' && result.kind === 'skipped' && LEFT_FOR_THE_AGENT.has(result.code)).map((o) => o.action.path));
-      const { restored, waiting } = takeUpAgreed(before, settled.state.baseline, (path) => remote.get(path)?.sha, (path) => left.has(path));
-      if (restored.size > 0) settled.state.baseline = new Map([...settled.state.baseline, ...restored]);
-      this.#clearedBaseline = waiting;
+      // Shown: listed and planned, or listed and refused (a bad path, over the size limit).
+      const shown = new Set([...remote.keys(), ...indexSkipped.map((s) => s.path), ...plan.skipped.map((s) => s.path)]);
+      const takeUp = takeUpAgreed(before, settled.state.baseline, (path) => remote.get(path)?.sha, (path) => left.has(path), (path) => !shown.has(path));
+      if (takeUp.restored.size > 0) settled.state.baseline = new Map([...settled.state.baseline, ...takeUp.restored]);
+      this.#clearedBaseline = takeUp.waiting;
+      unseen = takeUp.unseen;
     }
     const report = this.#commit(settled, acted);
     this.#folder.release();
@@ -412,7 +426,8 @@ export class StoreSync {
       .sort((a, b) => (a.action.path < b.action.path ? -1 : a.action.path > b.action.path ? 1 : 0))[0];
     if (failed?.result.kind === 'failed') throw failed.result.cause ?? new StoreError('unavailable', failed.result.message);
     if (outcomes.some((o) => o.result.kind === 'cut_off')) throw new StoreError('unavailable', 'the download was cut off');
-    this.#clearedBaseline = null;
+    this.#clearedBaseline = unseen;
+    if (unseen) this.#remote.wantListing(`the re-download's listing did not show ${unseen.size} memories agreed on before`);
     this.deps.logger.debug('downloaded', { path: this.mount.path, memories: report.pulled.length });
     return { written: [...report.pulled].sort(), skipped: [...indexSkipped, ...report.skippedPaths] };
   }

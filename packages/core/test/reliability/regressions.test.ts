@@ -1066,4 +1066,27 @@ describe('regressions: the fuzz with every optional seam call (issue 24, seventh
       [new StallNext('update', 1, 'before'), new AgentWrite('rw', '/g/h.md'), new RemoteRenameDir('rw', '/g', '/d'), new Finalize('completed')],
     ));
   }
+
+  // Seed 20261803 (memfs) at case 7,892; fails on both disks, and on d55ce38 (B40).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a re-download whose listing missed a memory, then the agent's edit of it (${disk}): the edit is pushed, no conflict`, replay(
+      { disk, seedRw: ['/g/h.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, conflictCopies: false },
+      [new WipeFolder('rw', 'remove_folder'), new SkipInListing('rw', 0, '/a.md'), new Reconcile(true), new AgentWrite('rw', '/g/h.md'), new Reconcile(false)],
+    ));
+  }
+
+  // Seed 20261802 (real disk) at case 3,165; fails on both disks, and on d55ce38 (B41).
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`a re-download cut off by an outage, the agent's edit of a memory it cleared, then a kill (${disk}): recover pushes the edit`, replay(
+      { disk, seedRw: ['/d/c.md'], requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, finalSyncTimeoutSeconds: 1, conflictCopies: false },
+      [
+        new WipeFolder('rw', 'remove_folder'),
+        new OutageFor(1),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new AgentWrite('rw', '/d/c.md'),
+        new Crash(),
+        new Recover(),
+      ],
+    ));
+  }
 });

@@ -115,6 +115,43 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       expect(h.client.snapshot(STORE)['/n.md']).toBe('new, unsent');
       expect(report.unpushed).toEqual([]);
     });
+
+    it('a create that meets 503 in the sync and in the flush (neither applied) is sent again after a fresh read: pushed, folder removed', async () => {
+      const m = await h.mountNotes();
+      await h.write(`${dir}/n.md`, 'new, unsent');
+      h.client.failNext('create', 'unavailable', 2);
+      const report = await m.finalize();
+      expect(h.client.count('create')).toBe(3);
+      expect(h.client.snapshot(STORE)['/n.md']).toBe('new, unsent');
+      expect(report.flush.stores[0]!.pushed).toEqual(['/n.md']);
+      expect(report.unpushed).toEqual([]);
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('a create the flush landed but got no answer for is settled by the read before any resend: one memory, not two', async () => {
+      const m = await h.mountNotes();
+      await h.write(`${dir}/n.md`, 'new, unsent');
+      h.client.failNext('create', 'unavailable');
+      h.client.failAfterApply('create');
+      const report = await m.finalize();
+      expect(h.client.count('create')).toBe(2);
+      expect(Object.entries(h.client.snapshot(STORE)).filter(([, text]) => text === 'new, unsent').map(([path]) => path)).toEqual(['/n.md']);
+      expect(report.unpushed).toEqual([]);
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('a create the store keeps answering 503: resent with growing waits until the window ends, then named unpushed', async () => {
+      const m = await h.mountNotes({ finalSyncTimeout: 1 });
+      await h.write(`${dir}/n.md`, 'new, unsent');
+      h.client.failNext('create', 'unavailable', 1_000);
+      const started = Date.now();
+      const report = await m.finalize();
+      // One second of doubling waits from 200 ms (full jitter) holds a handful of sends, not a flood.
+      expect(h.client.count('create')).toBeGreaterThanOrEqual(3);
+      expect(h.client.count('create')).toBeLessThan(40);
+      expect(Date.now() - started).toBeLessThan(1_000 + 2_000 + 1_000);
+      expect(report.unpushed).toMatchObject([{ memoryStoreId: STORE, path: '/n.md' }]);
+    });
   });
 
   describe('aborted', () => {

@@ -112,10 +112,11 @@ describe.each(DISKS)('lifecycle edges on %s', (disk) => {
   });
 
   it('finalize warns, naming the paths, when local changes could not be pushed before removal', async () => {
-    const m = h.mounter();
+    const m = h.mounter({ finalSyncTimeout: 1 });
     await m.materialize([notesResource()]);
     await h.write(`${dir}/unsaved.md`, 'only here');
-    h.client.failNext('create', 'unavailable', 2);
+    // Every create fails: finalize sends it again until its window ends (retry-policy.ts).
+    h.client.failNext('create', 'unavailable', 1_000);
     await m.finalize();
     const warning = h.logger.warnings().find((w) => w.msg.includes('not pushed'));
     expect(warning?.fields).toMatchObject({ memory_store_id: STORE, paths: ['/unsaved.md'] });

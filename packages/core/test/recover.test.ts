@@ -202,6 +202,17 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       await again.finalize();
     });
 
+    it('a create that meets 503 twice (not applied) is sent again after a fresh read: pushed once, folder and record removed', async () => {
+      await mount();
+      await h.write(`${dir}/new/x.md`, 'brand new');
+      h.client.failNext('create', 'unavailable', 2);
+      const report = await recover();
+      expect(h.client.count('create')).toBe(3);
+      expect(h.client.snapshot(STORE)).toEqual({ ...SEED, '/new/x.md': 'brand new' });
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/new/x.md'], unpushed: [], recordRemoved: true });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
     it('pushes against the recorded baseline: a memory that moved on in the store wins a real conflict', async () => {
       await mount();
       await h.write(`${dir}/a.md`, 'local edit');

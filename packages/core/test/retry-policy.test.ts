@@ -3,6 +3,7 @@ import {
   breakerPolicy,
   callBackoffMs,
   CONTRADICTIONS,
+  finalRepeatDelayMs,
   passRetryUntil,
   refusedUntilContentChanges,
   repeatRule,
@@ -46,6 +47,31 @@ describe('the retry policy, row by row', () => {
   it("backoff: never sooner than the store's retry-after", () => {
     expect(callBackoffMs(1, 0.5, 2_000)).toBe(2_000);
     expect(callBackoffMs(20, 0.9, 10)).toBe(2_700);
+  });
+
+  describe('a push-only final pass run again', () => {
+    const none = { rereads: 0, resends: 0 };
+    it('nothing left: not run again', () => {
+      expect(finalRepeatDelayMs({ unreadPushes: false, unknownWrites: false }, none, 0.5)).toBeNull();
+    });
+    it('a push that could not read its file: after each reread delay, then no more', () => {
+      const left = { unreadPushes: true, unknownWrites: false };
+      expect(finalRepeatDelayMs(left, none, 0.5)).toEqual({ ms: 50, reason: 'reread' });
+      expect(finalRepeatDelayMs(left, { rereads: 2, resends: 0 }, 0.5)).toEqual({ ms: 1_000, reason: 'reread' });
+      expect(finalRepeatDelayMs(left, { rereads: 3, resends: 0 }, 0.5)).toBeNull();
+    });
+    it('a write of unknown outcome: jittered, doubling from 200 ms up to 3 s, never given up (the window ends it)', () => {
+      const left = { unreadPushes: false, unknownWrites: true };
+      expect(finalRepeatDelayMs(left, none, 0.5)).toEqual({ ms: 100, reason: 'resend' });
+      expect(finalRepeatDelayMs(left, { rereads: 0, resends: 2 }, 0.5)).toEqual({ ms: 400, reason: 'resend' });
+      expect(finalRepeatDelayMs(left, { rereads: 0, resends: 50 }, 0.999)).toEqual({ ms: 2_997, reason: 'resend' });
+    });
+    it('both: the shorter wait, named by its reason; rereads spent, resends go on', () => {
+      const both = { unreadPushes: true, unknownWrites: true };
+      expect(finalRepeatDelayMs(both, none, 0.9)).toEqual({ ms: 50, reason: 'reread' });
+      expect(finalRepeatDelayMs(both, none, 0.1)).toEqual({ ms: 20, reason: 'resend' });
+      expect(finalRepeatDelayMs(both, { rereads: 3, resends: 0 }, 0.9)).toEqual({ ms: 180, reason: 'resend' });
+    });
   });
 
   it('a pass retries until its budget runs out; a probe not at all', () => {

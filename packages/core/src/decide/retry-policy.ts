@@ -12,8 +12,9 @@ import type { BreakerPolicy } from './breaker.js';
  * | within one call    | an `unavailable` failure of a call whose repeat is safe | backoff with full jitter, `retry-after` as a floor | remote/bounded-store-client.ts |
  * | within one pass    | the calls above, until the pass's retry budget          | `retryBudget` (5 s); a probe: none | session/mounter.ts (`retryUntil`) |
  * | within a final pass| a scan that could not read a file, a push that could not read it | `REREAD_DELAYS_MS` (1.35 s) | pass/store-sync.ts |
+ * | within a final pass| a push-only pass that left a write of unknown outcome: read again, then send what did not land | `finalRepeatDelayMs`, until the final window ends | pass/store-sync.ts |
  * | across passes      | a store whose pass failed `unavailable`                 | the circuit breaker: growing, jittered delay, then one probe | decide/breaker.ts, session/mounter.ts |
- * | never              | `create`, an unguarded `update`, an unguarded `delete`  | the engine settles their outcome by what the store shows next | decide/plan.ts (`settleUnknownWrites`) |
+ * | never, as a repeat | `create`, an unguarded `update`, an unguarded `delete`  | the engine settles their outcome by what the store shows next (`settleUnknownWrites`), and sends again only what did not land | decide/plan.ts |
  * | never, until the content changes | a push the store `rejected`              | `SyncState.refused`            | decide/settle.ts |
  *
  * The host's StoreClient retries nothing of its own (the Anthropic adapter runs the SDK with
@@ -86,6 +87,32 @@ export function passRetryUntil(decision: 'run' | 'probe', nowMs: number, retryBu
  * just try again at the next pass.
  */
 export const REREAD_DELAYS_MS: readonly number[] = [50, 300, 1_000];
+
+/** The first ceiling of the waits between push-only final passes run again for unknown writes. */
+export const FINAL_RESEND_BASE_MS = 200;
+
+/**
+ * Whether a push-only final pass (finalize's flush, recover) runs again, and after how many ms;
+ * null when it does not. `rereads` and `resends` count the passes run again so far for each
+ * reason; `random` is uniform in [0, 1).
+ *
+ * - A push that could not read its file (EMFILE, EIO): after each of `REREAD_DELAYS_MS`, then no
+ *   more; what stays unread is named unpushed and keeps the folder.
+ * - A write of unknown outcome (a create, or another write never repeated, answered
+ *   `unavailable`): the folder is removed next, so leaving it to a later pass would lose it. The
+ *   pass runs again after a jittered, doubling wait, until the final window ends (the caller's
+ *   signal). Sending it again is safe because the pass reads the store first: a memory holding
+ *   the sent sha settles it as landed (SPEC 6.6, B35), and only what did not land is sent.
+ *
+ * Both at once: the shorter wait, since one pass does both.
+ */
+export function finalRepeatDelayMs(left: { unreadPushes: boolean; unknownWrites: boolean }, done: { rereads: number; resends: number }, random: number): { ms: number; reason: 'reread' | 'resend' } | null {
+  const reread = left.unreadPushes && done.rereads < REREAD_DELAYS_MS.length ? REREAD_DELAYS_MS[done.rereads]! : null;
+  const resend = left.unknownWrites ? callBackoffMs(done.resends + 1, random, undefined, FINAL_RESEND_BASE_MS, CALL_BACKOFF_MAX_MS) : null;
+  if (reread !== null && (resend === null || reread <= resend)) return { ms: reread, reason: 'reread' };
+  if (resend !== null) return { ms: resend, reason: 'resend' };
+  return null;
+}
 
 /**
  * Answers to a write that contradict the remote view the pass planned from: the next read lists

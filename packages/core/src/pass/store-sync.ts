@@ -29,7 +29,7 @@ import type { DeletionMode, Logger, MountedStore } from '../model/types.js';
 import type { StoreEvents } from '../model/events.js';
 import { noRequests, requestsBetween } from '../remote/request-count.js';
 import { WarningDigest, type PathWarning } from '../decide/warning-digest.js';
-import { CONTRADICTIONS, REREAD_DELAYS_MS } from '../decide/retry-policy.js';
+import { CONTRADICTIONS, finalRepeatDelayMs, REREAD_DELAYS_MS } from '../decide/retry-policy.js';
 import { clearedByRedownload, takeUpAgreed } from '../decide/redownload-rule.js';
 import type { FileSystem } from '../local/file-system.js';
 import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from '../local/folder-watch.js';
@@ -469,18 +469,27 @@ export class StoreSync {
 
   async #passAndRetries(opts: PassOptions): Promise<StoreSyncReport> {
     let report = await this.onePass(opts);
-    // A push-only final pass (finalize's flush, recovery) whose pushes failed reading their files
-    // (EMFILE, EIO) runs again a moment later, within its signal: what it pushed before is in the
-    // baseline now and is not sent twice. What stays unread is named unpushed (unpushed.ts).
-    if (opts.rereadUnreadable && opts.pushOnly && this.mount.access === 'read_write') {
-      for (const ms of REREAD_DELAYS_MS) {
-        if (!report.errors.some((e) => e.operation === 'push' && e.kind === 'filesystem') || opts.signal.aborted) break;
-        if (!(await pause(ms, opts.signal))) break;
-        const again = await this.onePass({ ...opts, remote: 'reuse' });
-        again.pushed.unshift(...report.pushed);
-        again.renamed.unshift(...report.renamed);
-        report = again;
-      }
+    // A push-only final pass (finalize's flush, recovery) runs again, within its signal, while it
+    // left a push that could not read its file (EMFILE, EIO) or a write of unknown outcome: the
+    // folder is removed next, so a later pass would be too late (finalRepeatDelayMs). Each pass
+    // reads the store first, so what landed is settled, and what was pushed is in the baseline
+    // and not sent twice. What is still left when the signal ends is named unpushed (unpushed.ts).
+    if (!opts.rereadUnreadable || !opts.pushOnly || this.mount.access !== 'read_write') return report;
+    const done = { rereads: 0, resends: 0 };
+    while (!opts.signal.aborted) {
+      const left = {
+        unreadPushes: report.errors.some((e) => e.operation === 'push' && e.kind === 'filesystem'),
+        unknownWrites: this.state.unknownWrites.size > 0 && report.errors.some((e) => e.kind === 'unavailable'),
+      };
+      const next = finalRepeatDelayMs(left, done, Math.random());
+      if (!next) break;
+      done[next.reason === 'reread' ? 'rereads' : 'resends']++;
+      if (!(await pause(next.ms, opts.signal))) break;
+      // 'reuse' reads the store again whenever a write of unknown outcome is left (runPass).
+      const again = await this.onePass({ ...opts, remote: 'reuse' });
+      again.pushed.unshift(...report.pushed);
+      again.renamed.unshift(...report.renamed);
+      report = again;
     }
     return report;
   }

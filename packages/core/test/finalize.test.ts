@@ -140,6 +140,38 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       expect(await h.exists(dir)).toBe(false);
     });
 
+    it('an update the flush is told changed (a spurious precondition answer) is decided again from a fresh listing: pushed, folder removed', async () => {
+      const m = await h.mountNotes();
+      await h.write(`${dir}/a.md`, 'alpha, edited at the end');
+      // The final sync's update and the flush's both answered "changed"; the store still holds 'alpha'.
+      h.client.failNext('update', 'precondition_failed', 2);
+      const report = await m.finalize();
+      expect(h.client.count('update')).toBe(3);
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited at the end');
+      expect(report.unpushed).toEqual([]);
+      expect(await h.exists(dir)).toBe(false);
+    });
+
+    it('a memory another writer changes between the flush\'s read and its update: the edit is a conflict handed over, not a failed push', async () => {
+      const m = await h.mountNotes({ conflictCopies: true });
+      const conflicts: { path: string; localContent: Uint8Array }[] = [];
+      m.on('conflict', (e) => conflicts.push(e));
+      await h.write(`${dir}/a.md`, 'alpha, edited at the end');
+      h.client.failNext('update', 'precondition_failed');
+      // The flush's update: another writer's edit lands just before it.
+      const update = h.client.update.bind(h.client);
+      let updates = 0;
+      h.client.update = async (...args) => {
+        if (++updates === 2) h.client.writeMemory(STORE, '/a.md', 'alpha, edited by another writer');
+        return update(...args);
+      };
+      const report = await m.finalize();
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('alpha, edited by another writer');
+      expect(conflicts.map((c) => [c.path, new TextDecoder().decode(c.localContent)])).toEqual([['/a.md', 'alpha, edited at the end']]);
+      expect(report.flush.stores[0]!.conflicts).toEqual(['/a.md']);
+      expect(report.unpushed.filter((u) => u.code === 'push_failed')).toEqual([]);
+    });
+
     it('a create the store keeps answering 503: resent with growing waits until the window ends, then named unpushed', async () => {
       const m = await h.mountNotes({ finalSyncTimeout: 1 });
       await h.write(`${dir}/n.md`, 'new, unsent');

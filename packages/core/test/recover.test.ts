@@ -213,6 +213,17 @@ describe.each(DISKS)('crash recovery on %s', (disk) => {
       expect(await h.exists(dir)).toBe(false);
     });
 
+    it('an update told "changed" by a store that still holds the base is decided again from a full listing: pushed, folder and record removed', async () => {
+      await mount();
+      await h.write(`${dir}/a.md`, 'local edit');
+      h.client.failNext('update', 'precondition_failed');
+      const report = await recover();
+      expect(h.client.count('update')).toBe(2);
+      expect(h.client.snapshot(STORE)['/a.md']).toBe('local edit');
+      expect(report.stores[0]).toMatchObject({ outcome: 'recovered', pushed: ['/a.md'], unpushed: [], recordRemoved: true });
+      expect(await h.exists(dir)).toBe(false);
+    });
+
     it('pushes against the recorded baseline: a memory that moved on in the store wins a real conflict', async () => {
       await mount();
       await h.write(`${dir}/a.md`, 'local edit');

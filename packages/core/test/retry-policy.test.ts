@@ -66,6 +66,12 @@ describe('the retry policy, row by row', () => {
       expect(finalRepeatDelayMs(left, { rereads: 0, resends: 2 }, 0.5)).toEqual({ ms: 400, reason: 'resend' });
       expect(finalRepeatDelayMs(left, { rereads: 0, resends: 50 }, 0.999)).toEqual({ ms: 2_997, reason: 'resend' });
     });
+    it('a push the store contradicted: the same waits as a resend (decided again from a full listing)', () => {
+      const left = { unreadPushes: false, unknownWrites: false, contradictedPushes: true };
+      expect(finalRepeatDelayMs(left, none, 0.5)).toEqual({ ms: 100, reason: 'resend' });
+      expect(finalRepeatDelayMs(left, { rereads: 0, resends: 3 }, 0.5)).toEqual({ ms: 800, reason: 'resend' });
+      expect(finalRepeatDelayMs({ ...left, contradictedPushes: false }, none, 0.5)).toBeNull();
+    });
     it('both: the shorter wait, named by its reason; rereads spent, resends go on', () => {
       const both = { unreadPushes: true, unknownWrites: true };
       expect(finalRepeatDelayMs(both, none, 0.9)).toEqual({ ms: 50, reason: 'reread' });

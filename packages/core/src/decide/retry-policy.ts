@@ -103,12 +103,21 @@ export const FINAL_RESEND_BASE_MS = 200;
  *   pass runs again after a jittered, doubling wait, until the final window ends (the caller's
  *   signal). Sending it again is safe because the pass reads the store first: a memory holding
  *   the sent sha settles it as landed (SPEC 6.6, B35), and only what did not land is sent.
+ * - A push the store contradicted (`CONTRADICTIONS`: another writer changed, took or removed the
+ *   memory after the pass read it): the same waits. The pass lists the store in full first (the
+ *   view is distrusted), so the push is decided again: sent against what the store now holds, or
+ *   met as a conflict whose loser, the agent's bytes, is handed over (B43). Left to a later
+ *   pass, it would be named unpushed and its folder removed with it.
  *
- * Both at once: the shorter wait, since one pass does both.
+ * Both kinds at once: the shorter wait, since one pass does both.
  */
-export function finalRepeatDelayMs(left: { unreadPushes: boolean; unknownWrites: boolean }, done: { rereads: number; resends: number }, random: number): { ms: number; reason: 'reread' | 'resend' } | null {
+export function finalRepeatDelayMs(
+  left: { unreadPushes: boolean; unknownWrites: boolean; contradictedPushes?: boolean },
+  done: { rereads: number; resends: number },
+  random: number,
+): { ms: number; reason: 'reread' | 'resend' } | null {
   const reread = left.unreadPushes && done.rereads < REREAD_DELAYS_MS.length ? REREAD_DELAYS_MS[done.rereads]! : null;
-  const resend = left.unknownWrites ? callBackoffMs(done.resends + 1, random, undefined, FINAL_RESEND_BASE_MS, CALL_BACKOFF_MAX_MS) : null;
+  const resend = left.unknownWrites || left.contradictedPushes === true ? callBackoffMs(done.resends + 1, random, undefined, FINAL_RESEND_BASE_MS, CALL_BACKOFF_MAX_MS) : null;
   if (reread !== null && (resend === null || reread <= resend)) return { ms: reread, reason: 'reread' };
   if (resend !== null) return { ms: resend, reason: 'resend' };
   return null;

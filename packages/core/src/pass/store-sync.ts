@@ -470,16 +470,19 @@ export class StoreSync {
   async #passAndRetries(opts: PassOptions): Promise<StoreSyncReport> {
     let report = await this.onePass(opts);
     // A push-only final pass (finalize's flush, recovery) runs again, within its signal, while it
-    // left a push that could not read its file (EMFILE, EIO) or a write of unknown outcome: the
-    // folder is removed next, so a later pass would be too late (finalRepeatDelayMs). Each pass
-    // reads the store first, so what landed is settled, and what was pushed is in the baseline
-    // and not sent twice. What is still left when the signal ends is named unpushed (unpushed.ts).
+    // left a push that could not read its file (EMFILE, EIO), a write of unknown outcome, or a
+    // push the store contradicted (changed by another writer since the read): the folder is
+    // removed next, so a later pass would be too late (finalRepeatDelayMs). Each pass reads the
+    // store first (in full after a contradiction), so what landed is settled, what was pushed is
+    // in the baseline and not sent twice, and a contradicted push is decided again: sent, or a
+    // conflict handed over. What is still left when the signal ends is named unpushed (unpushed.ts).
     if (!opts.rereadUnreadable || !opts.pushOnly || this.mount.access !== 'read_write') return report;
     const done = { rereads: 0, resends: 0 };
     while (!opts.signal.aborted) {
       const left = {
         unreadPushes: report.errors.some((e) => e.operation === 'push' && e.kind === 'filesystem'),
         unknownWrites: this.state.unknownWrites.size > 0 && report.errors.some((e) => e.kind === 'unavailable'),
+        contradictedPushes: report.errors.some((e) => (e.operation === 'push' || e.operation === 'rename_remote') && CONTRADICTIONS.has(e.kind)),
       };
       const next = finalRepeatDelayMs(left, done, Math.random());
       if (!next) break;

@@ -64,6 +64,36 @@ describe('the decide step of a pass', () => {
     landedThenDeleted: (path: string, sha: string) => (landed && path === landed.path && sha === landed.sha ? landed.id : undefined),
   });
 
+  // The fleet (seed 2): the agent moved /a.md to /e.md; another worker had made the same move
+  // in the store, and a third then deleted the memory there. Read as a new file, /e.md was
+  // created again: the deleted memory back (B44).
+  const movedThenDeleted = (deletedAs?: { path: string; sha: string }) => ({
+    gone: new Set(['mx']),
+    held: new Set<string>(),
+    listing: 1,
+    absentFrom: new Map(),
+    deletedAs: (id: string) => (id === 'mx' ? deletedAs : undefined),
+  });
+  const moved = (over: Partial<PassDecisionInput>) =>
+    input({ baseline: new Map([['/a.md', 'B']]), baselineIds: new Map([['/a.md', 'mx']]), localFiles: new Map([['/e.md', file('B')]]), ...over });
+
+  it('a move the agent made alike, to where the store then deleted the memory: the baseline follows, and the deletion is followed there', () => {
+    const d = decidePass(moved({ absence: movedThenDeleted({ path: '/e.md', sha: 'B' }) }));
+    expect([...d.baseline]).toEqual([['/e.md', 'B']]);
+    expect(d.plan.transfers).toEqual([expect.objectContaining({ type: 'delete_local', path: '/e.md', expectLocal: 'B' })]);
+  });
+
+  it.each([
+    ['deleted at another path than the file', { absence: movedThenDeleted({ path: '/f.md', sha: 'B' }) }],
+    ['deleted holding other content (edited, then deleted)', { absence: movedThenDeleted({ path: '/e.md', sha: 'R' }) }],
+    ['the file edited with the move', { absence: movedThenDeleted({ path: '/e.md', sha: 'B' }), localFiles: new Map([['/e.md', file('L')]]) }],
+    ['the file still at its old path too', { absence: movedThenDeleted({ path: '/e.md', sha: 'B' }), localFiles: new Map([['/a.md', file('B')], ['/e.md', file('B')]]) }],
+    ['no word from the feed on where it was deleted', { absence: movedThenDeleted(undefined) }],
+  ])('not claimed (%s): the new file is sent, never deleted', (_, over) => {
+    const d = decidePass(moved(over));
+    expect(d.plan.transfers.filter((t) => t.path === '/e.md').map((t) => t.type)).toEqual(['create']);
+  });
+
   it('a create of unknown outcome whose content the store held at that path and then deleted: settled as landed, and the deletion stands', () => {
     const d = decidePass(
       input({

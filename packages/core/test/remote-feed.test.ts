@@ -510,9 +510,15 @@ describe('gone: the deletions the store itself reported (what corroborates an ab
     expect(result.state.memories.has('mem_a')).toBe(false);
     expect([...result.state.gone.keys()].sort()).toEqual(['mem_a', 'mem_z']);
     // A memory the view never knew, created and deleted between two reads: what it held is kept.
-    expect(result.state.gone.get('mem_z')).toEqual({ at: ns(60), last: { path: '/z.md', sha: 'Z1' } });
-    // One the view knew: no write of ours in doubt, however equal the bytes; nothing kept.
-    expect(result.state.gone.get('mem_a')).toEqual({ at: ns(100) });
+    expect(result.state.gone.get('mem_z')).toEqual({ at: ns(60), last: { path: '/z.md', sha: 'Z1' }, deletedAs: { path: '/z.md', sha: 'Z1' } });
+    // One the view knew: no write of ours in doubt, however equal the bytes; no `last`. Where and
+    // with what it was deleted is kept all the same: the state the view knew.
+    expect(result.state.gone.get('mem_a')).toEqual({ at: ns(100), deletedAs: { path: '/a.md', sha: 'A1' } });
+  });
+
+  it('a known memory moved and then deleted in one read: deleted as what it held at its new path (B44)', () => {
+    const result = folded(foldVersions(state(), [v('va2', 'mem_a', 'modified', '/moved.md', 'A1', 100), v('va3', 'mem_a', 'deleted', null, null, 110)], READ));
+    expect(result.state.gone.get('mem_a')).toEqual({ at: ns(110), deletedAs: { path: '/moved.md', sha: 'A1' } });
   });
 
   it('a listing, which cannot show a deletion, keeps what is known gone, but not a memory it lists after all', () => {

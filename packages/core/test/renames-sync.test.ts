@@ -40,6 +40,39 @@ function notes(n: number, folder: string): Record<string, string> {
 describe.each(DISKS)('renames keep the memory (%s)', (disk) => {
   const h = useHarness(disk);
 
+  it('a move the agent made alike, to where another writer then deleted the memory: the deletion is followed, not undone (B44)', async () => {
+    const m = await h.mountNotes({}, { '/a.md': 'alpha', '/b.md': 'beta' });
+    // A pass first, so that the next read is of the feed (the one after a download checks it).
+    await m.reconcile({ force: true });
+    await h.fs.rename(`${h.notesDir}/a.md`, `${h.notesDir}/moved.md`);
+    h.client.renameMemory(STORE, '/a.md', '/moved.md');
+    // Two versions of one memory at one instant are a tie, which the feed leaves to a listing.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.client.deleteMemory(STORE, '/moved.md');
+    const from = h.client.requests.length;
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(report.read).toMatchObject({ kind: 'feed' });
+    expect(count(ops(h.client, from), 'create')).toBe(0);
+    expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta' });
+    expect(await h.exists(`${h.notesDir}/moved.md`)).toBe(false);
+    expect(report.deletedLocal).toEqual(['/moved.md']);
+    expect(report.errors).toEqual([]);
+  });
+
+  it('the same, but the agent edited the file it moved: the edit is kept and sent, the deletion does not take it', async () => {
+    const m = await h.mountNotes({}, { '/a.md': 'alpha', '/b.md': 'beta' });
+    await m.reconcile({ force: true });
+    await h.fs.rename(`${h.notesDir}/a.md`, `${h.notesDir}/moved.md`);
+    await h.write(`${h.notesDir}/moved.md`, 'alpha, edited after the move');
+    h.client.renameMemory(STORE, '/a.md', '/moved.md');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.client.deleteMemory(STORE, '/moved.md');
+    const report = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(report.read).toMatchObject({ kind: 'feed' });
+    expect(h.client.snapshot(STORE)).toEqual({ '/b.md': 'beta', '/moved.md': 'alpha, edited after the move' });
+    expect(await h.read(`${h.notesDir}/moved.md`)).toBe('alpha, edited after the move');
+  });
+
   it('following a remote rename never replaces a note the agent saves at the new name after its check: kept, and both files reach the store', async () => {
     const target = `${h.notesDir}/t/b.md`;
     const agent = afterLstatOf(h.fs, '/b.md', () => h.write(target, "the agent's note"));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planActions, planStore, pushOnlyView, type Action, type Plan, type PlanInput } from '../src/decide/plan.js';
-import { baselineIdsAfter } from '../src/decide/renames.js';
+import { baselineIdsAfter, movedAlikeThenDeleted } from '../src/decide/renames.js';
+import { EMPTY_SHA } from '../src/model/sha256.js';
 import type { LocalFile } from '../src/local/scan.js';
 
 /**
@@ -349,5 +350,33 @@ describe('baselineIdsAfter: the memory behind each baseline path, for the next p
       ]),
     );
     expect(Object.fromEntries(ids)).toEqual({ '/same.md': 'm1', '/edited.md': 'm2', '/new-id.md': 'm3', '/renamed-away.md': 'm4' });
+  });
+});
+
+describe('movedAlikeThenDeleted: the store moved a memory and deleted it there, the agent made the same move (B44)', () => {
+  const base = {
+    baseline: new Map([['/a.md', 'B']]),
+    baselineIds: new Map([['/a.md', X]]),
+    localFiles: new Map([['/e.md', { sha: 'B', size: 1, mtimeMs: 0 }]]),
+    remote: new Map(),
+    blocked: () => undefined,
+    deletedAs: (id: string) => (id === X ? { path: '/e.md', sha: 'B' } : undefined),
+  };
+  it('claimed: the file at the new path holds the content the memory was deleted with', () => {
+    expect(movedAlikeThenDeleted(base)).toEqual([{ from: '/a.md', to: '/e.md', memoryId: X, sha: 'B' }]);
+  });
+  it.each([
+    ['an empty memory (no identity)', { baseline: new Map([['/a.md', EMPTY_SHA]]), localFiles: new Map([['/e.md', { sha: EMPTY_SHA, size: 0, mtimeMs: 0 }]]), deletedAs: () => ({ path: '/e.md', sha: EMPTY_SHA }) }],
+    ['the new path has a baseline of its own', { baseline: new Map([['/a.md', 'B'], ['/e.md', 'B']]) }],
+    ['another memory is at the new path', { remote: new Map([['/e.md', { id: 'mem_y', sha: 'B' }]]) }],
+    ['a memory is at the old path', { remote: new Map([['/a.md', { id: 'mem_y', sha: 'B' }]]) }],
+    ['the scan could not see the new path', { blocked: (path: string) => (path === '/e.md' ? 'a symlink' : undefined) }],
+    ['no id recorded for the old path', { baselineIds: new Map() }],
+  ])('not claimed: %s', (_, over) => {
+    expect(movedAlikeThenDeleted({ ...base, ...over })).toEqual([]);
+  });
+  it('two baseline paths deleted as one new path: only the first claims it', () => {
+    const two = { ...base, baseline: new Map([['/a.md', 'B'], ['/c.md', 'B']]), baselineIds: new Map([['/a.md', X], ['/c.md', 'mem_c']]), deletedAs: () => ({ path: '/e.md', sha: 'B' }) };
+    expect(movedAlikeThenDeleted(two).map((m) => m.from)).toEqual(['/a.md']);
   });
 });

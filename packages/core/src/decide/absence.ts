@@ -39,6 +39,8 @@ export interface AbsenceEvidence {
    * (the change feed's versions; a listing shows no deletion): `feed-fold.ts` `landedThenDeleted`.
    */
   landedThenDeleted?(path: string, sha: string): string | undefined;
+  /** The path and sha `memoryId` held when the store deleted it, when the feed showed it (`GoneMemory.deletedAs`). */
+  deletedAs?(memoryId: string): { path: string; sha: string } | undefined;
   /** The serial of the full listing the remote view rests on (counted by the view, from 1). */
   listing: number;
   /** path -> serial of the first full listing that missed its memory, while unconfirmed. */

@@ -68,6 +68,14 @@ export interface GoneMemory {
    * content is no write of ours in doubt, however equal the bytes.
    */
   last?: { path: string; sha: string };
+  /**
+   * The path and sha the memory held when the store deleted it, as far as the feed showed it:
+   * its last version before the deletion in the read that showed the deletion, or else the state
+   * the view knew. Absent when learned otherwise (this session's delete, a `not_found`). How a
+   * move the agent made alike, to a path where the memory was then deleted, is told from a new
+   * file (`renames.ts` `movedAlikeThenDeleted`).
+   */
+  deletedAs?: { path: string; sha: string };
 }
 
 export interface RemoteFeedState {
@@ -292,7 +300,12 @@ export function foldVersions(
       if (deleted) {
         const before = state.gone.get(memoryId);
         const unknownBefore = !state.memories.has(memoryId) && before === undefined;
-        gone.set(memoryId, { at: stamped.at(-1)!.at, ...(before?.last ? { last: before.last } : unknownBefore ? lastHeld(stamped) : {}) });
+        const held = lastHeld(stamped).last ?? known(state.memories.get(memoryId));
+        gone.set(memoryId, {
+          at: stamped.at(-1)!.at,
+          ...(before?.last ? { last: before.last } : unknownBefore ? lastHeld(stamped) : {}),
+          ...(held && { deletedAs: held }),
+        });
       }
       else gone.delete(memoryId);
     }
@@ -404,6 +417,10 @@ function lastHeld(stamped: readonly Stamped[]): Pick<GoneMemory, 'last'> {
     if (version.operation !== 'deleted' && version.path !== null && version.content_sha256 !== null) return { last: { path: version.path, sha: version.content_sha256 } };
   }
   return {};
+}
+
+function known(memory: KnownMemory | undefined): { path: string; sha: string } | undefined {
+  return memory && { path: memory.path, sha: memory.sha };
 }
 
 function stateOf({ version, at }: Stamped): KnownMemory {

@@ -1,5 +1,6 @@
-import { planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type PlanInput } from './plan.js';
+import { blockedReason, planStore, pushOnlyView, settleUnknownWrites, stillUnknownWrites, type Plan, type PlanInput } from './plan.js';
 import { takeUpAgreed } from './redownload-rule.js';
+import { movedAlikeThenDeleted } from './renames.js';
 
 /**
  * The decide step of a pass: from what the pass observed and the state before it, everything the
@@ -10,8 +11,11 @@ import { takeUpAgreed } from './redownload-rule.js';
  *    the sha sent is the engine's own write: the baseline takes it; so is one the feed showed,
  *    never known before, holding it at that path and then deleted); those the store does not
  *    show yet stay unknown;
- * 2. the entries a re-download cleared are taken up (redownload-rule.ts);
- * 3. the table runs on the result (plan.ts), and a push-only pass keeps only its pushes.
+ * 2. a move the agent made alike to another writer's, who then deleted the memory at its new
+ *    path (the feed said where and with what), moves the baseline with it, so the table follows
+ *    the deletion rather than take the file for a new one (renames.ts `movedAlikeThenDeleted`);
+ * 3. the entries a re-download cleared are taken up (redownload-rule.ts);
+ * 4. the table runs on the result (plan.ts), and a push-only pass keeps only its pushes.
  *
  * The maps come back as the very objects given when a step changes nothing: a pass whose state
  * did not move can be recognised by identity (`StoreSync`'s quiet pass).
@@ -61,6 +65,24 @@ export function decidePass(input: PassDecisionInput): PassDecision {
       baselineIds = new Map(baselineIds ?? []).set(path, deleted);
     }
     unknownWrites = still;
+  }
+  // A move the agent made alike to another writer's, who then deleted the memory at its new
+  // path: the baseline follows the move, so the table follows the deletion (renames.ts).
+  const deletedAs = input.absence?.deletedAs;
+  if (deletedAs) {
+    const moves = movedAlikeThenDeleted({ baseline, baselineIds: baselineIds ?? new Map(), localFiles: input.localFiles, remote: input.remote, blocked: (path) => (blockedReason(path, input.localBlocked) === undefined ? undefined : 'blocked'), deletedAs });
+    if (moves.length > 0) {
+      const movedBaseline = new Map(baseline);
+      const movedIds = new Map(baselineIds ?? []);
+      for (const { from, to, memoryId, sha } of moves) {
+        movedBaseline.delete(from);
+        movedIds.delete(from);
+        movedBaseline.set(to, sha);
+        movedIds.set(to, memoryId);
+      }
+      baseline = movedBaseline;
+      baselineIds = movedIds;
+    }
   }
   let waiting: ReadonlyMap<string, string> | null = null;
   if (cleared) {

@@ -694,7 +694,7 @@ function pathsToJudge(
  * Why `path` could not be seen: `self` when the scan blocked the path itself (and reports it),
  * the folder's reason when a folder above it was blocked, or undefined. `/` blocks everything.
  */
-function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathReasonCode>>): Reason<PathReasonCode> | 'self' | undefined {
+export function blockedReason(path: string, blocked: ReadonlyMap<string, Reason<PathReasonCode>>): Reason<PathReasonCode> | 'self' | undefined {
   if (blocked.size === 0) return undefined;
   if (blocked.has(path)) return 'self';
   const root = blocked.get('/');

@@ -267,3 +267,48 @@ export function baselineIdsAfter(
   }
   return ids;
 }
+
+/** A move the agent made alike to the store's, whose memory the store then deleted at its new path. */
+export interface MovedThenDeleted {
+  from: string;
+  to: string;
+  memoryId: string;
+  sha: string;
+}
+
+/**
+ * The baseline's memory at `from` was moved by another writer to `to` and then deleted there,
+ * and the agent made the same move meanwhile: the file at `from` is gone and `to` holds exactly
+ * the baseline's content, with no baseline and no memory of its own. It is the remote rename
+ * "moved alike" (above), followed by the store's deletion: the baseline follows to `to`, and
+ * the rows then follow the deletion there (the file goes, guarded by that very content). Without
+ * this, the file at `to` read as a new file and was created again: the deleted memory back (B44).
+ *
+ * Conservative, as the rest of this module: only the feed's word on where and with what content
+ * the memory was deleted (`deletedAs`) claims a pair; an edit made with the move, an empty file,
+ * a path the scan could not see or another memory at `to` leaves both paths to the rows, which
+ * keep the file. Pure.
+ */
+export function movedAlikeThenDeleted(input: {
+  baseline: ReadonlyMap<string, string>;
+  baselineIds: ReadonlyMap<string, string>;
+  localFiles: ReadonlyMap<string, LocalFile>;
+  remote: ReadonlyMap<string, unknown>;
+  blocked: (path: string) => string | undefined;
+  deletedAs: (memoryId: string) => { path: string; sha: string } | undefined;
+}): MovedThenDeleted[] {
+  const found: MovedThenDeleted[] = [];
+  const taken = new Set<string>();
+  for (const [from, sha] of input.baseline) {
+    const memoryId = input.baselineIds.get(from);
+    if (memoryId === undefined || sha === EMPTY_SHA || input.localFiles.has(from) || input.remote.has(from)) continue;
+    const last = input.deletedAs(memoryId);
+    if (last === undefined || last.path === from || last.sha !== sha) continue;
+    const to = last.path;
+    if (input.localFiles.get(to)?.sha !== sha || input.baseline.has(to) || input.remote.has(to) || taken.has(to)) continue;
+    if (input.blocked(from) !== undefined || input.blocked(to) !== undefined) continue;
+    taken.add(to);
+    found.push({ from, to, memoryId, sha });
+  }
+  return found;
+}

@@ -152,7 +152,7 @@ export class RemoteView {
   /** What the view knows that corroborates a memory's absence, for the planner (absence.ts). */
   absenceEvidence(): Omit<AbsenceEvidence, 'absentFrom'> {
     const { gone } = this.#state;
-    return { gone, held: this.#state.memories, listing: this.#listings, landedThenDeleted: (path, sha) => landedThenDeleted(gone, path, sha) };
+    return { gone, held: this.#state.memories, listing: this.#listings, landedThenDeleted: (path, sha) => landedThenDeleted(gone, path, sha), deletedAs: (memoryId) => gone.get(memoryId)?.deletedAs };
   }
 
   /** Deletions the store reported stay known only for memories a baseline path still names (`keep`). */

@@ -19,7 +19,9 @@
  * - a fleet: N = 1, 4, 8 workers (memory-mounters) on one store, each editing 5 memories a pass:
  *   the requests of each worker's pass against what it pulled (ours only).
  * Beside each materialize run, the disk's floor for it: the same files (1 kB each, in the same
- * folders) created as fast as this process can (32 in flight, folders in turn), in that run.
+ * folders) created as fast as this process can (32 in flight, folders in turn), in that run; and
+ * the store's: every memory's content read through the SDK client, nothing written, with the
+ * main thread's busy time of each floor and of ours (the download's bound on two cores).
  * Each engine has its own copy of the store, so neither sees the other's writes. Each figure is
  * the median of RUNS runs (the engines alternate); request counts are the emulator's. CPU is
  * this process's user + system time over the pass: the engine and the SDK client it drives,
@@ -171,6 +173,36 @@ async function creationFloor(): Promise<number> {
   return ms;
 }
 
+/**
+ * The store's floor under one materialize, in ms: every memory's content read through the SDK
+ * client as the service allows (`view=full`, 20 a page), each of the store's folders listed at
+ * once, nothing written. Whichever engine downloads the store makes these requests (100 at
+ * least for 2,000 memories), and the client's own work for each (the request, undici, the JSON)
+ * runs on the main thread, which the disk's calls are dispatched from too: `mainMs` is that
+ * thread's busy time (event-loop utilisation) over the read. With the creation floor's, it is a
+ * floor on the main thread's time for the download.
+ */
+async function readFloor(storeId: string): Promise<{ ms: number; mainMs: number }> {
+  const elu = performance.eventLoopUtilization();
+  const started = performance.now();
+  let read = 0;
+  await Promise.all(
+    range(0, FOLDERS).map(async (f) => {
+      const pages = client.beta.memoryStores.memories.list(storeId, { view: 'full', limit: 20, path_prefix: `/f${String(f).padStart(2, '0')}/` });
+      for await (const item of pages) if (item.type === 'memory') read++;
+    }),
+  );
+  if (read !== SIZE) throw new Error(`the read floor listed ${read} memories, not ${SIZE}`);
+  return { ms: performance.now() - started, mainMs: performance.eventLoopUtilization(elu).active };
+}
+
+/** `creationFloor`, with the main thread's busy time over it. */
+async function creationFloorWithMain(): Promise<{ ms: number; mainMs: number }> {
+  const elu = performance.eventLoopUtilization();
+  const ms = await creationFloor();
+  return { ms, mainMs: performance.eventLoopUtilization(elu).active };
+}
+
 function printTable(): void {
   const fmt = (ms: number) => (ms >= 1_000 ? `${(ms / 1_000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
   const lines = [
@@ -224,9 +256,13 @@ async function materialize(): Promise<void> {
   const row: Row = { phase: `materialize (${SIZE.toLocaleString('en')} memories, ${FOLDERS} folders)`, sdk: [], ours: [] };
   const floors: number[] = [];
   for (let run = 0; run < RUNS; run++) {
-    floors.push(await creationFloor());
+    const creation = await creationFloorWithMain();
+    floors.push(creation.ms);
+    const reading = await readFloor('memstore_mm');
     let m!: MemoryMounter;
+    const elu = performance.eventLoopUtilization();
     row.ours.push(await sample(async () => (m = await mounter('memstore_mm'))));
+    const oursMain = performance.eventLoopUtilization(elu).active;
     await m.finalize({ outcome: 'aborted' });
     let stores!: SessionMemoryStores;
     row.sdk!.push(await sample(async () => (stores = await sdkStores('memstore_sdk'))));
@@ -235,6 +271,11 @@ async function materialize(): Promise<void> {
     extra.push(
       `materialize run ${run + 1}: ours ${ours.toFixed(0)} ms, SDK ${row.sdk![run]!.ms.toFixed(0)} ms (${(ours / row.sdk![run]!.ms).toFixed(3)}×), ` +
         `creation floor ${floors[run]!.toFixed(0)} ms (ours ${(ours / floors[run]!).toFixed(2)}× the floor), load ${loadavg()[0]!.toFixed(2)}`,
+    );
+    extra.push(
+      `  read floor ${reading.ms.toFixed(0)} ms (every memory's content through the SDK client, nothing written); main thread busy: ` +
+        `ours ${oursMain.toFixed(0)} ms, the read floor ${reading.mainMs.toFixed(0)} ms + the creation floor ${creation.mainMs.toFixed(0)} ms = ` +
+        `${(reading.mainMs + creation.mainMs).toFixed(0)} ms (ours ${(oursMain / (reading.mainMs + creation.mainMs)).toFixed(2)}× that)`,
     );
   }
   row.note = `creation floor ${median(floors).toFixed(0)} ms`;

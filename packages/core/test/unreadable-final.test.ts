@@ -154,3 +154,43 @@ describe.each(DISKS)('an unreadable file at the final scan, on %s', (disk) => {
     expect(await recordExists()).toBe(true);
   });
 });
+
+/**
+ * B45 (the fuzz, seed 20261203): in an ordinary pass, a new file the scan could not open while
+ * another writer put exactly its bytes in the store. Left blocked, the agent's next edit met the
+ * store's content as a "both changed" conflict, though the store held the agent's own content.
+ */
+describe.each(DISKS)('an unreadable file in an ordinary pass, on %s', (disk) => {
+  const h = useHarness(disk);
+  let fs: FaultyFileSystem;
+  beforeEach(() => {
+    fs = new FaultyFileSystem(h.fs);
+  });
+
+  it('read once more: holding exactly the store\'s new memory, both sides agree, and the next edit is an update, no conflict', async () => {
+    const m = await h.mountNotes({ fileSystem: fs });
+    const conflicts: unknown[] = [];
+    m.on('conflict', (e) => conflicts.push(e));
+    await h.write(`${h.notesDir}/n.md`, 'the same note');
+    h.client.writeMemory(STORE, '/n.md', 'the same note');
+    fs.fail('openFile', `${h.notesDir}/n.md`, 'EACCES');
+    const first = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(first.conflicts).toEqual([]);
+    await h.write(`${h.notesDir}/n.md`, 'the note, edited');
+    const second = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(second).toMatchObject({ conflicts: [], pushed: ['/n.md'] });
+    expect(conflicts).toEqual([]);
+    expect(h.client.snapshot(STORE)['/n.md']).toBe('the note, edited');
+  });
+
+  it('read once more: other content than the store\'s stays as the scan left it, nothing written', async () => {
+    const m = await h.mountNotes({ fileSystem: fs });
+    await h.write(`${h.notesDir}/n.md`, "the agent's note");
+    h.client.writeMemory(STORE, '/n.md', "another writer's note");
+    fs.fail('openFile', `${h.notesDir}/n.md`, 'EACCES');
+    const first = (await m.reconcile({ force: true }))!.stores[0]!;
+    expect(first.skippedPaths).toContainEqual(expect.objectContaining({ path: '/n.md', code: 'unreadable' }));
+    expect(first.pulled).toEqual([]);
+    expect(await h.read(`${h.notesDir}/n.md`)).toBe("the agent's note");
+  });
+});

@@ -12,12 +12,12 @@ import { readMarker, writeMarker } from '../local/marker.js';
 import { mergePlans, planStore, type Plan, type RemoteEntry } from '../decide/plan.js';
 import { decidePass, type PassDecision } from '../decide/pass-decision.js';
 import { baselineIdsAfter } from '../decide/renames.js';
-import type { StoreReasonCode } from '../model/reasons.js';
+import type { PathReasonCode, Reason, StoreReasonCode } from '../model/reasons.js';
 import type { ListingPolicy } from '../decide/feed-fold.js';
 import { alignLocalCase, indexRemote, type RemoteIndex } from '../decide/remote-index.js';
 import { RemoteView, type CarriedRemoteContent, type RemoteReadMode } from '../remote/remote-view.js';
 import type { PathReport, StoreRequests, StoreSyncReport } from '../model/reports.js';
-import { scanStore, type FolderRecord, type LocalSnapshot, type ScanReuse } from '../local/scan.js';
+import { scanStore, type FolderRecord, type LocalFile, type LocalSnapshot, type ScanReuse } from '../local/scan.js';
 import { emptyPassReport, settle, type PassReport, type Settled } from '../decide/settle.js';
 import type { StoreClient } from '../remote/store-client.js';
 import type { StoreFolder } from '../local/store-folder.js';
@@ -37,6 +37,8 @@ import { FolderWatch, FULL_SCAN_EVERY_MS, FULL_SCAN_EVERY_PASSES } from '../loca
 /** Full listings when the mounter gives no policy: every 100 passes or 10 minutes. */
 const DEFAULT_LISTING_POLICY: ListingPolicy = { everyPasses: 100, everyMs: 600_000 };
 const DEFAULT_FEED_BUDGET_MS = 30_000;
+/** At most this many unreadable files a pass are read once more to find both sides alike (`#agreeIfAlike`); the rest wait for the next scan. */
+const MAX_ALIKE_REREADS = 8;
 
 /** Why a download's pull left a path to the file standing there: the agent wrote it meanwhile. */
 const LEFT_FOR_THE_AGENT: ReadonlySet<string> = new Set(['taken', 'changed_during_sync']);
@@ -641,6 +643,7 @@ export class StoreSync {
     const { skipped } = read.index;
     const remote = withCarriedContent(read.index.remote, read.contents);
     snapshot = this.inStoreSpelling(scanned, [...remote.keys(), ...state.baseline.keys()]);
+    snapshot = await this.#agreeIfAlike(snapshot, remote, opts.signal);
     for (const entry of skipped) {
       report.skippedPaths.push(entry);
       this.warnOnce(`remote:${entry.path}:${entry.code}`, `remote memory skipped: ${entry.reason}`, { path: entry.path });
@@ -702,6 +705,36 @@ export class StoreSync {
    * push names (`recordedState`); null for a download, whose state is the one it cleared. What
    * the transfers have to tell is kept for the commit (`ToldAtCommit`).
    */
+  /**
+   * Files the scan could not open (EACCES, EIO, EMFILE) where the store holds content the
+   * baseline does not (a memory new to this folder, a remote edit): each is read once more
+   * through the store folder, and one that now holds exactly the store's content joins the
+   * snapshot, so the rows find both sides alike and the baseline takes it. Left blocked, the
+   * agent's next edit of it met the store's content as a "both changed" conflict (B45), though
+   * the store held the agent's own content. Anything else stays blocked, as the scan left it:
+   * only an exact agreement is taken, and nothing is written. A few at most: no folder is
+   * listed again.
+   */
+  async #agreeIfAlike(snapshot: LocalSnapshot, remote: ReadonlyMap<string, RemoteEntry>, signal: AbortSignal): Promise<LocalSnapshot> {
+    const candidates = [...snapshot.blocked]
+      .filter(([path, why]) => why.code === 'unreadable' && remote.has(path) && remote.get(path)!.sha !== this.state.baseline.get(path))
+      .slice(0, MAX_ALIKE_REREADS);
+    if (candidates.length === 0) return snapshot;
+    let files: Map<string, LocalFile> | undefined;
+    let blocked: Map<string, Reason<PathReasonCode>> | undefined;
+    for (const [path] of candidates) {
+      if (signal.aborted) break;
+      const now = await this.#folder.read(path).catch(() => null);
+      if (now?.kind !== 'file' || now.unpushable || now.sha !== remote.get(path)!.sha) continue;
+      files ??= new Map(snapshot.files);
+      blocked ??= new Map(snapshot.blocked);
+      files.set(path, { sha: now.sha, size: now.size, mtimeMs: now.stat.mtimeMs });
+      blocked.delete(path);
+      this.deps.logger.debug('a file the scan could not open holds the store\'s content: both sides agree', { path: this.mount.path, file: path });
+    }
+    return files && blocked ? { ...snapshot, files, blocked } : snapshot;
+  }
+
   async #act(
     plan: Plan,
     signal: AbortSignal,

@@ -1090,3 +1090,25 @@ describe('regressions: the fuzz with every optional seam call (issue 24, seventh
     ));
   }
 });
+
+/**
+ * Found by the 10,000-case run of seed 20261203 (mixed disks) at case 6,905, on 04e62f6: the
+ * agent writes a new file whose first open fails (EACCES), another writer puts the very same
+ * bytes in the store at that path, a pass, then the agent edits the file and a pass reports a
+ * conflict though no one else wrote since.
+ */
+describe('regressions: the 10,000-case runs of issue 24, ninth round', () => {
+  for (const disk of ['node', 'memfs'] as const) {
+    it(`a new file unreadable once, the same bytes written by another writer, then edited (${disk}): no false conflict`, replay(
+      { disk, finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new Unreadable('rw', '/d/c.md', 'EACCES', 1),
+        new AgentWrite('rw', '/d/c.md'),
+        new RemoteCopyLocal('rw', '/d/c.md'),
+        new Reconcile(true),
+        new AgentEdit('rw', '/d/c.md'),
+        new Reconcile(false),
+      ],
+    ));
+  }
+});

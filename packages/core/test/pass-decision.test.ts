@@ -144,6 +144,18 @@ describe('the decide step of a pass', () => {
     expect(d.plan.transfers.map((t) => `${t.type} ${t.path}`).sort()).toEqual(['pull /b.md', 'update /a.md']);
   });
 
+  it('a cleared entry the pass\'s view does not show waits (one listing can miss a memory), and comes back once the store shows it again (B46)', () => {
+    const missed = decidePass(input({ cleared: new Map([['/g/h.md', 'H']]), localFiles: new Map([['/g/h.md', file('H2')]]) }));
+    expect(missed.cleared && [...missed.cleared]).toEqual([['/g/h.md', 'H']]);
+    expect(missed.baseline.has('/g/h.md')).toBe(false);
+    const shown = decidePass(input({ cleared: missed.cleared, localFiles: new Map([['/g/h.md', file('H2')]]), remote: new Map([['/g/h.md', { id: 'm1', sha: 'H' }]]) }));
+    expect(shown.baseline.get('/g/h.md')).toBe('H');
+    expect(shown.plan.transfers).toEqual([expect.objectContaining({ type: 'update', path: '/g/h.md', expectedRemoteSha: 'H' })]);
+    // Other content there: moot, and the rows judge the file as new against it.
+    const other = decidePass(input({ cleared: missed.cleared, localFiles: new Map([['/g/h.md', file('H2')]]), remote: new Map([['/g/h.md', { id: 'm1', sha: 'R' }]]) }));
+    expect(other.cleared).toBeNull();
+  });
+
   it('a push-only pass keeps only the plan\'s pushes; its full plan is kept beside', () => {
     const d = decidePass(
       input({

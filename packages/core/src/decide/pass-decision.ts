@@ -86,7 +86,11 @@ export function decidePass(input: PassDecisionInput): PassDecision {
   }
   let waiting: ReadonlyMap<string, string> | null = null;
   if (cleared) {
-    const takeUp = takeUpAgreed(cleared, baseline, (path) => input.remote.get(path)?.sha, (path) => input.localFiles.has(path));
+    // A path the store's side does not show is unseen, not moot: one listing can miss a memory
+    // (absence.ts), and the entry dropped on its word met the agent's next file there as "both
+    // created", a conflict nobody caused (B46; B40 was the same for the download's listing). A
+    // waiting entry never comes back unless the store shows exactly the agreed sha there again.
+    const takeUp = takeUpAgreed(cleared, baseline, (path) => input.remote.get(path)?.sha, (path) => input.localFiles.has(path), (path) => !input.remote.has(path));
     if (takeUp.restored.size > 0) baseline = new Map([...baseline, ...takeUp.restored]);
     waiting = takeUp.waiting;
   }

@@ -19,7 +19,8 @@
  *   memory (one skipped while another writer acts), and absent from one listing is not gone
  *   (reconcile.md), so the entry waits for a full listing to judge it, past the download's end.
  *   Dropped as moot instead, the memory met the agent's next file there with no baseline, as
- *   "both created": a conflict the store won, that nobody caused (reliability B40).
+ *   "both created": a conflict the store won, that nobody caused (reliability B40). A pass's
+ *   view is judged the same way (B46): an ordinary listing can miss a memory as well.
  *
  * A path with no file never regains its entry, so the wipe still never reads as deletions. The
  * entries are kept until a download ends whole (`StoreSync.download`), and taken up by every
@@ -36,7 +37,7 @@ export interface AgreedTakeUp {
 
 /**
  * `unseen`, when given, says which paths the store's side read did not show at all (a
- * download's listing); without it, a path the store does not show is moot (a pass's whole view).
+ * download's listing, a pass's view); without it, a path the store does not show is moot.
  */
 export function takeUpAgreed(
   cleared: ReadonlyMap<string, string>,

@@ -1112,3 +1112,22 @@ describe('regressions: the 10,000-case runs of issue 24, ninth round', () => {
     ));
   }
 });
+
+describe('regressions: the 10,000-case runs of issue 24, ninth round (memfs seed)', () => {
+  // FUZZ_SEED=20261204 FUZZ_RUNS=10000 FUZZ_DISK=memfs, case 9,337.
+  for (const disk of ['memfs', 'node'] as const) {
+    it(`an outage, a listing that skips a memory being written, a wipe, the agent's writes, a redacted version (${disk}): no false conflict`, replay(
+      { disk, seedRw: ['/g/h.md'], finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new OutageFor(1),
+        new SkipInListing('rw', 0, '/a.md'),
+        new WipeFolder('rw', 'remove_folder'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new AdvanceClock(120),
+        new Reconcile(false),
+        new AgentWrite('rw', '/g/h.md'),
+        new RedactVersion('rw', 0),
+      ],
+    ));
+  }
+});

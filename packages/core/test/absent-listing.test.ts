@@ -176,7 +176,7 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
     await m.finalize();
   });
 
-  it('a get that fails deletes nothing: the file stays, the next pass lists again and a second listing settles it', async () => {
+  it('a get that fails deletes nothing: the file stays, the next pass lists again, and the second listing\'s miss is asked about again before the delete (B47)', async () => {
     withoutChangeFeed(h.client);
     const m = await h.mountNotes();
     h.client.deleteMemory(STORE, '/b.md');
@@ -189,7 +189,7 @@ describe.each(DISKS)('a memory absent from one listing on %s', (kind) => {
     const before = h.client.requests.length;
     const settled = only(await m.reconcile({ force: true }));
     expect(settled.deletedLocal).toEqual(['/b.md']);
-    expect(ops(h.client, before)).not.toContain('get');
+    expect(ops(h.client, before).filter((op) => op === 'get')).toHaveLength(1);
     await m.finalize();
   });
 });

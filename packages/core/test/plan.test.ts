@@ -419,12 +419,32 @@ describe('R missing, L = B: a memory absent from one listing is not taken for de
   it.each([
     ['the store said it is deleted (a deleted version, a not_found)', evidence({ gone: new Set([ID]) })],
     ['the view holds the memory elsewhere (renamed, or set aside by the index)', evidence({ held: new Set([ID]) })],
-    ['a second full listing misses it too', evidence({ listing: 4, absentFrom: new Map([[P, 3]]) })],
   ])('corroborated, %s: the file is deleted as the row says, and the absence is settled', (_, absence) => {
     for (const plan of [rw({ b: 'B', l: 'B' }, { baselineIds: ids, absence }), ro({ b: 'B', l: 'B' }, { baselineIds: ids, absence })]) {
       expect(plan.actions).toEqual(plainDelete);
       expect(plan.absentFrom.size).toBe(0);
     }
+  });
+
+  it('a second full listing misses it too: still asked about by id before the delete (two listings can both miss it, B47), and the absence is settled', () => {
+    const absence = evidence({ listing: 4, absentFrom: new Map([[P, 3]]) });
+    for (const plan of [rw({ b: 'B', l: 'B' }, { baselineIds: ids, absence }), ro({ b: 'B', l: 'B' }, { baselineIds: ids, absence })]) {
+      expect(plan.actions).toEqual([{ ...plainDelete[0], corroborate: { memoryId: ID } }]);
+      expect(plan.absentFrom.size).toBe(0);
+    }
+  });
+
+  it('a second full listing misses more memories than the gets fit: taken as the deletions two listings say they are', () => {
+    const many = Array.from({ length: 9 }, (_, i) => `/m${i}.md`);
+    const plan = planStore({
+      ...input({}),
+      baseline: new Map(many.map((p) => [p, 'B'])),
+      localFiles: new Map(many.map((p) => [p, { sha: 'B', size: 1, mtimeMs: 0 }])),
+      baselineIds: new Map(many.map((p, i) => [p, `mem_${i}`])),
+      absence: evidence({ listing: 4, absentFrom: new Map(many.map((p) => [p, 3])) }),
+    });
+    expect(plan.transfers.map((t) => t.type)).toEqual(many.map(() => 'delete_local'));
+    expect(plan.transfers.every((t) => t.type === 'delete_local' && t.corroborate === undefined)).toBe(true);
   });
 
   it('unconfirmed: asked about by id, and remembered from the first listing that missed it', () => {

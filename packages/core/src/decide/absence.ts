@@ -17,6 +17,9 @@
  * | a full listing after the one that first missed it misses it too          | corroborated `second_listing`  |
  * | otherwise                                                                | unconfirmed, since that listing |
  *
+ * A `second_listing` verdict is still asked about by id while the gets fit (plan.ts): two
+ * listings can both miss a memory while other writers act (B47), and a get costs one request.
+ *
  * `held` is no absence from the store at all: the memory is there, not at this path, and the
  * rows settle the two paths as they always did (the rename rows first). An unconfirmed absence is
  * settled by the executor asking the store for the memory by id just before it would delete (see

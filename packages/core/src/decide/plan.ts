@@ -381,6 +381,8 @@ export function planStore(input: PlanInput): Plan {
   const absence: AbsenceEvidence = input.absence ?? { gone: new Set(), held: new Set([...remote.values()].map((r) => r.id)), listing: 0, absentFrom: new Map() };
   /** `remote_missing` paths whose absence is not corroborated: decided together once the rows ran. */
   const unconfirmed: { path: string; expectLocal: string; memoryId: string | undefined }[] = [];
+  /** `remote_missing` paths a second listing missed too, with an id to ask the store about. */
+  const secondListing: { path: string; expectLocal: string; memoryId: string }[] = [];
   for (const r of renames.remote) {
     claimed.add(r.from).add(r.to);
     const local = localFiles.get(r.alreadyMoved ? r.to : r.from)!;
@@ -542,7 +544,8 @@ export function planStore(input: PlanInput): Plan {
         // is corroborated (absence.ts): a listing can miss a memory that is still there.
         const memoryId = input.baselineIds?.get(path);
         const verdict = judgeAbsence(path, memoryId, absence);
-        if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha, ...(memoryId !== undefined && { memoryId }) });
+        if (verdict.kind === 'corroborated' && verdict.by === 'second_listing' && memoryId !== undefined) secondListing.push({ path, expectLocal: cell.local.sha, memoryId });
+        else if (verdict.kind === 'corroborated') plan.transfers.push({ type: 'delete_local', path, expectLocal: cell.local.sha, ...(memoryId !== undefined && { memoryId }) });
         else {
           plan.absentFrom.set(path, verdict.firstListing);
           unconfirmed.push({ path, expectLocal: cell.local.sha, memoryId });
@@ -583,6 +586,13 @@ export function planStore(input: PlanInput): Plan {
       const why = memoryId === undefined ? 'no memory id is recorded for it' : `${unconfirmed.length} memories were missing at once`;
       plan.skipped.push({ path, code: 'absence_unconfirmed', reason: `missing from one listing only (${why}); kept until a second listing confirms the deletion` });
     }
+  }
+  // Missing from a second listing too: while the gets fit (those asked above counted), each is
+  // still asked about by id before its delete, since two listings can both miss a memory while
+  // other writers act (B47); many at once are taken as the deletions two listings say they are.
+  const askSecond = (ask ? unconfirmed.length : 0) + secondListing.length <= MAX_ABSENCE_GETS;
+  for (const { path, expectLocal, memoryId } of secondListing) {
+    plan.transfers.push({ type: 'delete_local', path, expectLocal, memoryId, ...(askSecond && { corroborate: { memoryId } }) });
   }
   return plan;
 }

@@ -1131,3 +1131,19 @@ describe('regressions: the 10,000-case runs of issue 24, ninth round (memfs seed
     ));
   }
 });
+
+describe('regressions: the 10,000-case runs of issue 24, ninth round (seed 20261205)', () => {
+  // FUZZ_SEED=20261205 FUZZ_RUNS=10000, case 1,834.
+  for (const disk of ['node', 'memfs'] as const) {
+    it(`two listings of a read-only store that each skip a memory while another writer writes, a get refused (${disk}): no uncorroborated deletion`, replay(
+      { disk, seedRo: ['/g/h.md'], finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new SkipInListing('ro', 0, '/a.md'),
+        new SkipInListing('ro', 3, '/a.md'),
+        new FailNext('get', 'unauthorized'),
+        new Reconcile(true, { store: 'rw', op: 'list', nth: 1, act: 'write', listPath: '/a.md' }),
+        new Reconcile(true),
+      ],
+    ));
+  }
+});

@@ -140,6 +140,22 @@ describe.each(DISKS)('finalize on %s', (disk) => {
       expect(await h.exists(dir)).toBe(false);
     });
 
+    it('a create that landed without an answer, its memory deleted by another writer before finalize: the final sync does not send it again (B48)', async () => {
+      const m = await h.mountNotes({ deleteGracePeriod: 0 });
+      await m.reconcile({ force: true });
+      await h.write(`${dir}/n.md`, 'a new note');
+      h.client.failAfterApply('create');
+      const first = (await m.reconcile({ force: true }))!.stores[0]!;
+      expect(first.errors).toMatchObject([{ path: '/n.md', kind: 'unavailable' }]);
+      // A millisecond later: two versions of one memory at one instant are a tie for the feed.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      h.client.deleteMemory(STORE, '/n.md');
+      const report = await m.finalize();
+      expect(h.client.count('create')).toBe(1);
+      expect(h.client.snapshot(STORE)['/n.md']).toBeUndefined();
+      expect(report.unpushed).toEqual([]);
+    });
+
     it('an update the flush is told changed (a spurious precondition answer) is decided again from a fresh listing: pushed, folder removed', async () => {
       const m = await h.mountNotes();
       await h.write(`${dir}/a.md`, 'alpha, edited at the end');

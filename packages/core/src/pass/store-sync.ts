@@ -631,6 +631,7 @@ export class StoreSync {
       signal: opts.signal,
       caseInsensitive: this.#caseInsensitive,
       ...(opts.probe && { probe: true }),
+      ...(state.unknownWrites.size > 0 && { deletionsFirst: true }),
     });
     logger.debug('remote side read', { path: mount.path, source: read.source });
     report.read = read.source;

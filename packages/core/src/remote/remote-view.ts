@@ -188,6 +188,12 @@ export class RemoteView {
     caseInsensitive: boolean;
     /** A probe of an unavailable store: a feed read failing `unavailable` is the answer, not a reason to list. */
     probe?: boolean;
+    /**
+     * A write of unknown outcome is left: before a full listing, which shows no deletion, the
+     * feed is read and folded, so that a memory the write created and another writer then
+     * deleted is known as such (`landedThenDeleted`) before the listing shows its path free (B48).
+     */
+    deletionsFirst?: boolean;
   }): Promise<{ index: RemoteIndex; source: RemoteSource; contents: CarriedRemoteContent }> {
     const { logger } = this.#deps;
     if (opts.mode === 'reuse' && this.#reusable) {
@@ -229,6 +235,19 @@ export class RemoteView {
         accounted = { versions: read.versions, times: read.times, doubt: folded.doubt.code };
         logger.debug('change feed in doubt; listing the store in full', { reason: folded.doubt.code, detail: folded.doubt.detail });
       } else reason = read.reason;
+    } else if (opts.deletionsFirst && this.feedUsable() && this.#state.since !== null) {
+      // Only what the fold learns is kept (the deletions, above all); a read that fails or is in
+      // doubt changes nothing, and the listing goes ahead as it would have.
+      const read = await this.#readFeed(opts.signal, false);
+      if (read.kind === 'versions') {
+        this.#knownAhead = 0;
+        const folded = foldVersions(this.#state, read.versions, read.times);
+        if (folded.kind === 'folded') {
+          if (folded.changed > 0) this.#index = null;
+          this.#state = folded.state;
+          contents = read.contents;
+        }
+      }
     }
     let startedMs = this.#monotonicMs();
     let listed = await this.#listFull(opts.signal);

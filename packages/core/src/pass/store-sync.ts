@@ -701,12 +701,6 @@ export class StoreSync {
   }
 
   /**
-   * The act step: the plan's transfers through the executor, which returns their outcomes and
-   * moves no state. `decided`: the state the plan was made from, which a record written before a
-   * push names (`recordedState`); null for a download, whose state is the one it cleared. What
-   * the transfers have to tell is kept for the commit (`ToldAtCommit`).
-   */
-  /**
    * Files the scan could not open (EACCES, EIO, EMFILE) where the store holds content the
    * baseline does not (a memory new to this folder, a remote edit): each is read once more
    * through the store folder, and one that now holds exactly the store's content joins the
@@ -736,6 +730,12 @@ export class StoreSync {
     return files && blocked ? { ...snapshot, files, blocked } : snapshot;
   }
 
+  /**
+   * The act step: the plan's transfers through the executor, which returns their outcomes and
+   * moves no state. `decided`: the state the plan was made from, which a record written before a
+   * push names (`recordedState`); null for a download, whose state is the one it cleared. What
+   * the transfers have to tell is kept for the commit (`ToldAtCommit`).
+   */
   async #act(
     plan: Plan,
     signal: AbortSignal,

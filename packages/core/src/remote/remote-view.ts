@@ -152,7 +152,14 @@ export class RemoteView {
   /** What the view knows that corroborates a memory's absence, for the planner (absence.ts). */
   absenceEvidence(): Omit<AbsenceEvidence, 'absentFrom'> {
     const { gone } = this.#state;
-    return { gone, held: this.#state.memories, listing: this.#listings, landedThenDeleted: (path, sha) => landedThenDeleted(gone, path, sha), deletedAs: (memoryId) => gone.get(memoryId)?.deletedAs };
+    return {
+      gone,
+      held: this.#state.memories,
+      listing: this.#listings,
+      landedThenDeleted: (path, sha) => landedThenDeleted(gone, path, sha),
+      // Absent while nothing is known gone: the planner then skips the walk of the baseline it asks for.
+      ...(gone.size > 0 && { deletedAs: (memoryId: string) => gone.get(memoryId)?.deletedAs }),
+    };
   }
 
   /** Deletions the store reported stay known only for memories a baseline path still names (`keep`). */

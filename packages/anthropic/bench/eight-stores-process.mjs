@@ -28,7 +28,7 @@ const baseRssMb = process.memoryUsage.rss() / 2 ** 20;
 const cpu = process.cpuUsage();
 const started = performance.now();
 // Neither engine removes its folders here: the bench removes them all once it ends. A removal of
-// 16,000 files would make the next process's creates pay for it (see `materialize` in
+// 16,000 files would make the next process's creates pay for it (see `atTheEnd` in
 // sync-vs-sdk.bench.ts), and the engines take turns.
 if (engine === 'ours') {
   const fileSystem = new NodeFileSystem();

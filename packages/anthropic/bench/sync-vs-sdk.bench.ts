@@ -8,12 +8,13 @@
  * The workload of issue 9: a store of 2,000 memories of about 1 kB in 40 folders, every request
  * answered after 20 ms (the emulator's `latencyMs`), and
  * - materialize: the download of the whole store;
- * - steady idle sync: a pass with nothing changed, once both engines have settled;
+ * - steady idle sync: a pass with nothing changed, once both engines have settled, each engine
+ *   alone in a process of its own (idle-process.mjs), so that neither pays for the other's garbage;
  * - 20 remote + 20 local changes carried across by one pass;
  * - finalize with 500 local changes (the SDK's `finish()` + `dispose()`);
  * - finalize with all 2,000 memories changed, 50 ms a request (memory-mounter only by default:
  *   the SDK takes about two minutes a run; `BENCH_SDK_SLOW=1` runs it once);
- * - steady idle sync of a 10,000-memory store;
+ * - steady idle sync of a 10,000-memory store (in processes of their own, as above);
  * - eight stores of 2,000 (the session's maximum) materialized at once, each engine alone in a
  *   process of its own (eight-stores-process.mjs): wall, requests, peak RSS, open descriptors;
  * - a fleet: N = 1, 4, 8 workers (memory-mounters) on one store, each editing 5 memories a pass:
@@ -24,7 +25,8 @@
  * main thread's busy time of each floor and of ours (the download's bound on two cores).
  * Each engine has its own copy of the store, so neither sees the other's writes. Each figure is
  * the median of RUNS runs (the engines alternate); request counts are the emulator's. CPU is
- * this process's user + system time over the pass: the engine and the SDK client it drives,
+ * the user + system time of the engine's process over the pass (this one, or its own for the
+ * idle and eight-store phases): the engine and the SDK client it drives,
  * never the emulator serving them.
  *
  * `BENCH_ONLY=materialize,idle,finalize,slow,big,eight,fleet` runs only the phases named.
@@ -32,7 +34,7 @@
  * The table is printed at the end (and the figures in docs/performance.md come from it).
  */
 import { closeSync, constants as fsConstants, openSync } from 'node:fs';
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -373,6 +375,61 @@ async function fleet(): Promise<void> {
   for (const m of workers) await m.finalize({ outcome: 'aborted' });
 }
 
+/** One engine mounted on one store and settled in a process of its own (idle-process.mjs), one pass at a time. */
+class EngineProcess {
+  readonly #child: ChildProcess;
+  #reply: ((message: { ms?: number; cpuMs?: number }) => void) | undefined;
+
+  private constructor(child: ChildProcess) {
+    this.#child = child;
+    child.on('message', (message: { ms?: number; cpuMs?: number }) => this.#reply?.(message));
+  }
+
+  static async start(engine: 'ours' | 'sdk', storeId: string): Promise<EngineProcess> {
+    const config = JSON.stringify({ engine, baseURL: server.baseURL, storeId, dir: freshDir() });
+    const child = fork(fileURLToPath(new URL('./idle-process.mjs', import.meta.url)), [config], { stdio: 'inherit' });
+    await new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`${engine} idle process exited (${code}) before it was settled`)));
+    });
+    return new EngineProcess(child);
+  }
+
+  #ask(op: 'pass' | 'end'): Promise<{ ms?: number; cpuMs?: number }> {
+    return new Promise((resolve) => {
+      this.#reply = resolve;
+      this.#child.send({ op });
+    });
+  }
+
+  /** One pass, timed in its process: its wall and that process's CPU, with the requests it sent. */
+  async sample(): Promise<Sample> {
+    const requests = await server.requestCount();
+    const { ms, cpuMs } = await this.#ask('pass');
+    return { ms: ms!, cpuMs: cpuMs!, requests: (await server.requestCount()) - requests };
+  }
+
+  async end(): Promise<void> {
+    const exited = new Promise((resolve) => this.#child.once('exit', resolve));
+    await this.#ask('end');
+    await exited;
+  }
+}
+
+/** Both engines settled on their stores, each in a process of its own, passes in turn. */
+async function idleRow(phase: string, mmStore: string, sdkStore: string, runs: number): Promise<Row> {
+  const [ours, sdk] = await Promise.all([EngineProcess.start('ours', mmStore), EngineProcess.start('sdk', sdkStore)]);
+  const row: Row = { phase, sdk: [], ours: [] };
+  for (let run = 0; run < runs; run++) {
+    row.ours.push(await ours.sample());
+    row.sdk!.push(await sdk.sample());
+  }
+  await Promise.all([ours.end(), sdk.end()]);
+  rows.push(row);
+  extra.push(idleCpuLine(row));
+  return row;
+}
+
 /** Both engines mounted on their stores and settled: one pass each, then the feed's overlap let pass. */
 async function settledPair(mmStore: string, sdkStore: string): Promise<{ m: MemoryMounter; stores: SessionMemoryStores }> {
   const m = await mounter(mmStore);
@@ -387,15 +444,8 @@ async function settledPair(mmStore: string, sdkStore: string): Promise<{ m: Memo
 }
 
 async function idleAndChanges(): Promise<void> {
+  await idleRow('steady idle sync', 'memstore_mm', 'memstore_sdk', Math.max(RUNS, 5));
   const { m, stores } = await settledPair('memstore_mm', 'memstore_sdk');
-  const idle: Row = { phase: 'steady idle sync', sdk: [], ours: [] };
-  for (let run = 0; run < Math.max(RUNS, 5); run++) {
-    idle.ours.push(await sample(() => m.reconcile({ force: true })));
-    idle.sdk!.push(await sample(() => sdkSync(stores)));
-  }
-  rows.push(idle);
-  extra.push(idleCpuLine(idle));
-
   const busy: Row = { phase: '20 remote + 20 local changes', sdk: [], ours: [] };
   for (let run = 1; run <= RUNS; run++) {
     await editLocally(m.roots[0]!, range(0, 20), run);
@@ -460,16 +510,7 @@ async function finalizeAllChangedSlow(): Promise<void> {
 
 async function idleBig(): Promise<void> {
   for (const id of ['memstore_mm_big', 'memstore_sdk_big']) await seedStore(id, BIG);
-  const { m, stores } = await settledPair('memstore_mm_big', 'memstore_sdk_big');
-  const row: Row = { phase: `steady idle sync, ${BIG.toLocaleString('en')} memories`, sdk: [], ours: [] };
-  for (let run = 0; run < RUNS; run++) {
-    row.ours.push(await sample(() => m.reconcile({ force: true })));
-    row.sdk!.push(await sample(() => sdkSync(stores)));
-  }
-  rows.push(row);
-  extra.push(idleCpuLine(row));
-  await m.finalize({ outcome: 'aborted' });
-  await stores.dispose();
+  await idleRow(`steady idle sync, ${BIG.toLocaleString('en')} memories`, 'memstore_mm_big', 'memstore_sdk_big', RUNS);
 }
 
 describe('issue 9: memory-mounter against SessionMemoryStores', () => {

@@ -263,7 +263,8 @@ afterAll(async () => {
   for (const cleanup of atTheEnd) await cleanup();
   await server.close();
   await rm(base, { recursive: true, force: true });
-});
+  // Removing some 100,000 files takes minutes on a disk still paying for earlier removals.
+}, 600_000);
 
 async function materialize(): Promise<void> {
   const row: Row = { phase: `materialize (${SIZE.toLocaleString('en')} memories, ${FOLDERS} folders)`, sdk: [], ours: [] };

@@ -28,6 +28,15 @@ export class FaultyFileSystem implements FileSystem {
   readonly link?: (from: string, to: string) => Promise<void>;
   /** Present when `inner` has it, and then faultable like the rest (a fault: the watch cannot start). */
   readonly watchDir?: NonNullable<FileSystem['watchDir']>;
+  /**
+   * Present when `inner` has it. An `lstatAll` fault on any of its paths rejects the call, and so
+   * does an `lstat` fault: the batch is `lstat` of each path, and a test that aims a fault at one
+   * file's `lstat` means whichever call describes it. Every path's fault is used up, as the
+   * separate calls would each use theirs.
+   */
+  readonly lstatAll?: (paths: readonly string[]) => Promise<(FileStat | null)[]>;
+  /** Present when `inner` has it, and then faultable like the rest. */
+  readonly grantOwnerAccess?: (path: string, expect?: { dev: number; ino: number }) => Promise<void>;
 
   constructor(readonly inner: FileSystem) {
     const exclusive = inner.writeFileExclusive?.bind(inner);
@@ -56,6 +65,30 @@ export class FaultyFileSystem implements FileSystem {
       this.watchDir = (path, onEvent) => {
         this.#inject('watchDir', path);
         return watchDir(path, onEvent);
+      };
+    }
+    const lstatAll = inner.lstatAll?.bind(inner);
+    if (lstatAll) {
+      this.lstatAll = async (paths) => {
+        let first: unknown;
+        for (const path of paths) {
+          for (const op of ['lstatAll', 'lstat'] as const) {
+            try {
+              this.#inject(op, path);
+            } catch (err) {
+              first ??= err;
+            }
+          }
+        }
+        if (first !== undefined) throw first;
+        return lstatAll(paths);
+      };
+    }
+    const grantOwnerAccess = inner.grantOwnerAccess?.bind(inner);
+    if (grantOwnerAccess) {
+      this.grantOwnerAccess = async (path, expect) => {
+        this.#inject('grantOwnerAccess', path);
+        return grantOwnerAccess(path, expect);
       };
     }
     const readLink = inner.readLinkSync?.bind(inner);

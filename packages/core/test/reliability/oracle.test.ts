@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { StoreError, type DirEntry, type FileSystem, type FinalizeReport, type StoreClient } from '@memory-mounter/core';
-import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover, RemoteWrite } from './commands.js';
+import { AgentEdit, AgentLinkOutside, AgentWrite, Crash, Finalize, Reconcile, Recover, RemoteWrite, SkipInListing } from './commands.js';
 import { runCase } from './run-case.js';
 import { sha256 } from './tree.js';
 import { Case, CANARY_TEXT, type Scenario } from './world.js';
@@ -162,6 +162,21 @@ describe('the oracle catches a planted defect', () => {
     await expect(runCase(scenario, [new AgentWrite('rw', '/g/h.md'), new Crash(), new Recover()], { client: swallowCreates })).rejects.toThrow(
       /R2: recover, .*\/rw: removed with the agent's write to \/g\/h\.md neither in the store nor named by the report/,
     );
+  });
+
+  it("R2: a write the store never held is lost though the other writer wrote that path during the recover's listing", async () => {
+    // The other writer's act inside a step settles only what the store held just before it: an
+    // update acknowledged but never applied was never there, so its overwrite excuses nothing.
+    const swallowUpdates = (client: StoreClient): StoreClient => ({
+      list: (...args) => client.list(...args),
+      get: (...args) => client.get(...args),
+      create: (...args) => client.create(...args),
+      delete: (...args) => client.delete(...args),
+      update: async (_storeId, memoryId, input) => ({ id: memoryId, path: '?', content_sha256: sha256(input.content ?? '') }),
+    });
+    await expect(
+      runCase(scenario, [new AgentEdit('rw', '/a.md'), new Crash(), new SkipInListing('rw', 1, '/a.md'), new Recover()], { client: swallowUpdates }),
+    ).rejects.toThrow(/R2: recover, .*\/rw: removed with the agent's write to \/a\.md neither in the store nor named by the report/);
   });
 
   it('I3: a filesystem that follows a symlink uploads the host secret', async () => {

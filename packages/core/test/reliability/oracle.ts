@@ -251,6 +251,13 @@ export class Oracle {
   /** Records what the other writer changed in a store (from snapshots around its action). */
   noteRemoteChange(key: StoreKey, before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): void {
     const store = this.store(key);
+    // What the store held just before the other writer acted was in the store: a write of the
+    // agent's among it reached the store, and the other writer then replacing it is the service's
+    // last writer winning, not a loss of the engine's. Between steps `afterStep` settles this; an
+    // act timed inside a step (a listing that skips an entry, a read the other writer races) may
+    // come after a write of that same step landed, as the repeats of a final pass read after
+    // their writes.
+    this.settleSaved(store, before);
     for (const [path, sha] of after) {
       if (before.get(path) === sha) continue;
       addTo(store.remoteAuthored, path, sha);
@@ -731,8 +738,7 @@ export class Oracle {
   }
 
   /** A write the store now holds is safe: it leaves the pending list. */
-  private settleSaved(store: StoreModel): void {
-    const remote = this.view.storeShas(store.spec.id);
+  private settleSaved(store: StoreModel, remote: ReadonlyMap<string, string> = this.view.storeShas(store.spec.id)): void {
     // Or at another path: every agent write is a fresh token, so its sha anywhere in the store is
     // that write kept — there when the other writer renamed the memory it went to, or when the
     // engine sent it to the memory the store had renamed.

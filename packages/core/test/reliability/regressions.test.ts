@@ -1147,3 +1147,25 @@ describe('regressions: the 10,000-case runs of issue 24, ninth round (seed 20261
     ));
   }
 });
+
+describe('regressions: the 10,000-case run of issue 24, tenth round (seed 20261209)', () => {
+  // FUZZ_SEED=20261209 FUZZ_RUNS=10000, case 1,585 (node disk, shrunk): an oracle fault, not the
+  // engine's. Recover's update landed without its answer; its repeat (B42) read the store in full
+  // and found its own write there, while the other writer, timed with that listing, replaced it.
+  // The write had reached the store, and the other writer's blind write won, as it may; the
+  // oracle looked only at the end of recover and called it lost. It now settles what the store
+  // held just before each act of the other writer (`noteRemoteChange`).
+  for (const disk of ['node', 'memfs'] as const) {
+    it(`an update landed without its answer, read back by recover's repeat while the other writer replaces it (${disk}): not a loss`, replay(
+      { disk, seedRw: ['/b.md'], bulk: true, conflictCopies: false, finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5 },
+      [
+        new AgentWrite('rw', '/b.md'),
+        new SkipInListing('rw', 1, '/a.md'),
+        new LoseAnswer('update'),
+        new Crash(),
+        new SkipInListing('rw', 0, '/b.md'),
+        new RemoteRename('rw', '/a.md', '/a.md'),
+      ],
+    ));
+  }
+});

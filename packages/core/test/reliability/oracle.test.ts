@@ -22,15 +22,17 @@ const scenario: Scenario = {
   bulk: false,
 };
 
+/** A store client that acknowledges every update without applying it. */
+const swallowUpdates = (client: StoreClient): StoreClient => ({
+  list: (...args) => client.list(...args),
+  get: (...args) => client.get(...args),
+  create: (...args) => client.create(...args),
+  delete: (...args) => client.delete(...args),
+  update: async (_storeId, memoryId, input) => ({ id: memoryId, path: '?', content_sha256: sha256(input.content ?? '') }),
+});
+
 describe('the oracle catches a planted defect', () => {
   it('I2: a store client that acknowledges updates without applying them loses the write', async () => {
-    const swallowUpdates = (client: StoreClient): StoreClient => ({
-      list: (...args) => client.list(...args),
-      get: (...args) => client.get(...args),
-      create: (...args) => client.create(...args),
-      delete: (...args) => client.delete(...args),
-      update: async (_storeId, memoryId, input) => ({ id: memoryId, path: '?', content_sha256: sha256(input.content ?? '') }),
-    });
     await expect(runCase(scenario, [new AgentEdit('rw', '/a.md'), new Reconcile(true)], { client: swallowUpdates })).rejects.toThrow(
       /I2: the agent's write to \/a\.md in memstore_rw is lost/,
     );
@@ -167,13 +169,6 @@ describe('the oracle catches a planted defect', () => {
   it("R2: a write the store never held is lost though the other writer wrote that path during the recover's listing", async () => {
     // The other writer's act inside a step settles only what the store held just before it: an
     // update acknowledged but never applied was never there, so its overwrite excuses nothing.
-    const swallowUpdates = (client: StoreClient): StoreClient => ({
-      list: (...args) => client.list(...args),
-      get: (...args) => client.get(...args),
-      create: (...args) => client.create(...args),
-      delete: (...args) => client.delete(...args),
-      update: async (_storeId, memoryId, input) => ({ id: memoryId, path: '?', content_sha256: sha256(input.content ?? '') }),
-    });
     await expect(
       runCase(scenario, [new AgentEdit('rw', '/a.md'), new Crash(), new SkipInListing('rw', 1, '/a.md'), new Recover()], { client: swallowUpdates }),
     ).rejects.toThrow(/R2: recover, .*\/rw: removed with the agent's write to \/a\.md neither in the store nor named by the report/);

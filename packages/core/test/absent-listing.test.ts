@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { InMemoryStoreClient } from '@memory-mounter/testing';
+import { InMemoryStoreClient, ManualClock } from '@memory-mounter/testing';
 import { StoreError, type StoreMemory, type StoreSyncReport, type SyncReport } from '@memory-mounter/core';
-import { DISKS, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
+import { DISKS, notesResource, STORE, useHarness, withoutChangeFeed, type Harness } from './harness.js';
 import { LISTING_CHAIN_MAX } from '../src/decide/feed-fold.js';
 
 /**
@@ -247,6 +247,7 @@ describe.each(DISKS)('a listing made to check another, itself written during, on
     h.clock.advance(1);
     h.client.writeMemory(STORE, '/new.md', 'new elsewhere');
     const first = only(await m.reconcile({ force: true }));
+    console.log('DBG1', JSON.stringify(ops(h.client, 0)), JSON.stringify(first));
     expect(listings).toBe(1);
     expect(first.pulled).toEqual([]);
     pass = 2;
@@ -282,6 +283,81 @@ describe.each(DISKS)('a listing made to check another, itself written during, on
     expect(reads(next)).toEqual(['listVersions']);
     expect(second.pulled).toEqual([`/w${LISTING_CHAIN_MAX}.md`]);
     expect(listings).toBe(LISTING_CHAIN_MAX);
+    await m.finalize();
+  });
+});
+
+/**
+ * B50: a listing whose check waits for the next pass's first read, and a fetch in between. The
+ * listing showed /n.md as it was before another writer changed it while the listing paged, and
+ * missed /z.md, there all along. The pass pulled /n.md with a `get`, which showed the newer
+ * state, and learned it: the next read then found /n.md's version known, so nothing called the
+ * listing into doubt, and /z.md (whose version was long past the feed's window) stayed out of the
+ * view until the listing cadence. The fetch now keeps that contradiction for the check
+ * (feed-fold.ts `listingContradicted`). The store's clock is a ManualClock: the versions of
+ * /z.md fall out of the feed's window only when it moves.
+ */
+describe.each(DISKS)('a fetch after an unchecked listing shows another writer acted while it paged, on %s', (kind) => {
+  const h: Harness = useHarness(kind);
+  const file = (path: string) => h.read(`${h.notesDir}${path}`);
+  let storeClock: ManualClock;
+  let client: InMemoryStoreClient;
+  const reads = (from: number) => ops(client, from).filter((op) => op === 'list' || op === 'listVersions');
+  /** An empty store: the download's listing gives the feed no start, so the first pass lists. */
+  const mountEmpty = async () => {
+    storeClock = new ManualClock();
+    client = new InMemoryStoreClient({ now: storeClock.now });
+    const m = h.mounter({ storeClient: client });
+    await m.materialize([notesResource()]);
+    return m;
+  };
+
+  it('the next pass checks the listing, lists again, and pulls the memory it missed', async () => {
+    const m = await mountEmpty();
+    client.writeMemory(STORE, '/z.md', 'there all along');
+    storeClock.advance(120_000);
+    client.writeMemory(STORE, '/n.md', 'first');
+    let listings = 0;
+    editListings(client, (memory, index) => {
+      if (index === 0) listings++;
+      if (listings !== 1) return true;
+      // The walk has read /n.md as 'first' already: the other writer changes it (a moment
+      // later, not at the first write's instant, which would be a tie of its own), the pages
+      // shift, and /z.md falls out.
+      if (memory.path === '/n.md') {
+        storeClock.advance(1);
+        client.writeMemory(STORE, '/n.md', 'second');
+      }
+      return memory.path !== '/z.md';
+    });
+    const first = only(await m.reconcile({ force: true }));
+    expect(listings).toBe(1);
+    expect(first.pulled).toEqual(['/n.md']);
+    expect(await file('/n.md')).toBe('second');
+    expect(await file('/z.md')).toBeNull();
+
+    const before = client.requests.length;
+    const second = only(await m.reconcile({ force: true }));
+    // The read in doubt, the listing, and that listing's check at once (it was made for this doubt).
+    expect(reads(before)).toEqual(['listVersions', 'list', 'listVersions']);
+    expect(second).toMatchObject({ status: 'synced', pulled: ['/z.md'], conflicts: [], errors: [] });
+    expect(await file('/z.md')).toBe('there all along');
+    // The chain ended with a read folded: the feed alone from then on.
+    const next = client.requests.length;
+    await m.reconcile({ force: true });
+    expect(reads(next)).toEqual(['listVersions']);
+    await m.finalize();
+  });
+
+  it('a fetch that shows the memory as the listing did calls nothing into doubt', async () => {
+    const m = await mountEmpty();
+    storeClock.advance(120_000);
+    client.writeMemory(STORE, '/n.md', 'only');
+    expect(only(await m.reconcile({ force: true })).pulled).toEqual(['/n.md']);
+    storeClock.advance(1);
+    const before = client.requests.length;
+    await m.reconcile({ force: true });
+    expect(reads(before)).toEqual(['listVersions']);
     await m.finalize();
   });
 });

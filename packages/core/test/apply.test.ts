@@ -143,8 +143,8 @@ describe.each(DISKS)('applyPlan on %s', (kind) => {
     expect(await read('/gone.md')).toBeNull();
     // What the store answered goes to the remote view: the memories found, where they are; the
     // deletion as one (the listing and the answer agree: no `notFound` doubt).
-    expect(outcomes[0]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: kept!.id, path: '/kept.md' }) }]);
-    expect(outcomes[1]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: renamed!.id, path: '/elsewhere/renamed.md' }) }]);
+    expect(outcomes[0]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: kept!.id, path: '/kept.md' }), fetched: true }]);
+    expect(outcomes[1]!.learned).toEqual([{ kind: 'memory', memory: expect.objectContaining({ id: renamed!.id, path: '/elsewhere/renamed.md' }), fetched: true }]);
     expect(outcomes[2]!.learned).toEqual([{ kind: 'deleted', memoryId: gone!.id }]);
   });
 

@@ -6,6 +6,7 @@ import {
   contentWindow,
   emptyFeedState,
   FEED_OVERLAP_MS,
+  fetchContradictsListing,
   foldVersions,
   forgetMemories,
   formatTimestamp,
@@ -64,6 +65,7 @@ function state(over: Partial<RemoteFeedState> = {}): RemoteFeedState {
     gone: new Map(),
     listingUnchecked: false,
     listingChain: 0,
+    listingContradicted: null,
     ...over,
   };
 }
@@ -414,6 +416,40 @@ describe('the first read after a full listing checks it (listed_while_written)',
     learnChange(memories, { kind: 'memory', memory: { id: 'mem_a', path: '/a.md', content_sha256: 'A2', updated_at: iso(500), memory_version_id: 'va2' } });
     const result = folded(foldVersions({ ...s, memories }, [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)], READ));
     expect(result.changed).toBe(0);
+  });
+
+  describe("a fetch after the listing, learned before the check (B50: the fetch's state hid the other writer's version)", () => {
+    const fetchedA2 = { id: 'mem_a', path: '/a.md', content_sha256: 'A2', updated_at: iso(500), memory_version_id: 'va2' };
+
+    it('a memory fetched at a newer state, another content or path, or one the listing did not show: a contradiction; as listed: none', () => {
+      const s = listedState();
+      expect(fetchContradictsListing(s, fetchedA2)).toMatch(/mem_a was fetched at another state/);
+      expect(fetchContradictsListing(s, { ...fetchedA2, updated_at: iso(0), memory_version_id: 'va1', path: '/moved.md', content_sha256: 'A1' })).toMatch(/another state/);
+      expect(fetchContradictsListing(s, { id: 'mem_z', path: '/z.md', content_sha256: 'Z1', updated_at: iso(-60_000) })).toMatch(/mem_z .* did not show it/);
+      expect(fetchContradictsListing(s, { id: 'mem_a', path: '/a.md', content_sha256: 'A1', updated_at: iso(0), memory_version_id: 'va1' })).toBeNull();
+      // Without timestamps or versions, the content and path still tell.
+      expect(fetchContradictsListing(listedState({ memories: new Map([['mem_a', known('/a.md', 'A1', null, null)]]) }), { id: 'mem_a', path: '/a.md', content_sha256: 'A1' })).toBeNull();
+    });
+
+    it('a listing already checked is not contradicted by a later fetch', () => {
+      expect(fetchContradictsListing(listedState({ listingUnchecked: false }), fetchedA2)).toBeNull();
+    });
+
+    it('the fetch learned over the listing, the read that shows its version is in doubt all the same', () => {
+      const s = listedState();
+      const memories = new Map(s.memories);
+      learnChange(memories, { kind: 'memory', memory: fetchedA2, fetched: true });
+      const versions = [v('va2', 'mem_a', 'modified', '/a.md', 'A2', 500)];
+      // Without the contradiction kept, the read folds: mem_a's version is known by then.
+      expect(folded(foldVersions({ ...s, memories }, versions, READ)).changed).toBe(0);
+      const kept = { ...s, memories, listingContradicted: fetchContradictsListing(s, fetchedA2) };
+      expect(doubtOf(foldVersions(kept, versions, READ))).toBe('listed_while_written');
+      // Even a read that brings nothing: the memory the listing missed would never come in one.
+      expect(doubtOf(foldVersions(kept, [], READ))).toBe('listed_while_written');
+      // The listing made for the doubt starts clean, and its chain counts it.
+      const relisted = stateFromListing(kept, [fetchedA2, { id: 'mem_b', path: '/d/b.md', content_sha256: 'B1', updated_at: iso(0) }], READ, { versions, times: READ, doubt: 'listed_while_written' });
+      expect([relisted.listingContradicted, relisted.listingChain, checkListingAtOnce(relisted)]).toEqual([null, 1, true]);
+    });
   });
 
   it('only the first read checks: the same version in a later read is folded', () => {

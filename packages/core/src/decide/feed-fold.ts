@@ -107,6 +107,14 @@ export interface RemoteFeedState {
    * a listing made for any other reason, and once a read is folded. What bounds the chain.
    */
   listingChain: number;
+  /**
+   * What a fetch made after that unchecked listing showed of a memory the listing does not
+   * account for (another state of it, or a memory it did not show), or null. A pass learns its
+   * own fetches into `memories` (`learnChange`) before the next read, and the feed then shows
+   * that version as known: the one sign that another writer acted while the listing paged would
+   * be gone before the check (B50). Kept here, the check still finds it (`foldVersions`).
+   */
+  listingContradicted: string | null;
 }
 
 /**
@@ -140,10 +148,12 @@ export interface ReadTimes {
 export type ListedMemory = Pick<StoreMemory, 'id' | 'path' | 'content_sha256' | 'updated_at' | 'memory_version_id'>;
 
 /**
- * What a write or a fetch of this session taught about one memory. `notFound`: the deletion was
- * only inferred from a `not_found` answer, which a store may send spuriously.
+ * What a write or a fetch of this session taught about one memory. `fetched`: a `get`'s answer,
+ * which shows the memory as any writer left it (a write's answer shows this session's own
+ * version). `notFound`: the deletion was only inferred from a `not_found` answer, which a store
+ * may send spuriously.
  */
-export type RemoteChange = { kind: 'memory'; memory: ListedMemory } | { kind: 'deleted'; memoryId: string; notFound?: boolean };
+export type RemoteChange = { kind: 'memory'; memory: ListedMemory; fetched?: true } | { kind: 'deleted'; memoryId: string; notFound?: boolean };
 
 export type FeedDoubtCode =
   /** No `since` yet: the store was never listed with timestamps. */
@@ -185,7 +195,7 @@ export type FoldResult =
   | { kind: 'doubt'; doubt: FeedDoubt };
 
 export function emptyFeedState(): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Map(), listingUnchecked: false, listingChain: 0 };
+  return { memories: new Map(), since: null, seen: new Map(), mark: null, gone: new Map(), listingUnchecked: false, listingChain: 0, listingContradicted: null };
 }
 
 /**
@@ -194,7 +204,7 @@ export function emptyFeedState(): RemoteFeedState {
  * stays: it is about the server, not about this store's content.
  */
 export function forgetMemories(state: RemoteFeedState): RemoteFeedState {
-  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Map(), listingUnchecked: false, listingChain: 0 };
+  return { memories: new Map(), since: null, seen: new Map(), mark: state.mark, gone: new Map(), listingUnchecked: false, listingChain: 0, listingContradicted: null };
 }
 
 /** An RFC 3339 timestamp as an Instant, or `null` when it is not one. */
@@ -250,6 +260,7 @@ export function foldVersions(
   overlapMs = FEED_OVERLAP_MS,
 ): FoldResult {
   if (state.since === null) return doubt('no_start', 'the store was never listed with timestamps');
+  if (state.listingUnchecked && state.listingContradicted !== null) return doubt('listed_while_written', state.listingContradicted);
   const fresh = new Map<string, Stamped>();
   let newest: Instant | undefined;
   for (const version of versions) {
@@ -338,6 +349,7 @@ export function foldVersions(
       gone: gone ?? state.gone,
       listingUnchecked: false,
       listingChain: 0,
+      listingContradicted: null,
     },
     changed,
   };
@@ -541,7 +553,7 @@ export function stateFromListing(
   // the listing shows the memory after all (the `not_found` was spurious).
   const gone = new Map([...previous.gone].filter(([id]) => !memories.has(id)));
   const listingChain = accounted?.doubt === 'listed_while_written' ? previous.listingChain + 1 : 0;
-  return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: listingChain < LISTING_CHAIN_MAX, listingChain };
+  return { memories, since, seen, mark: clock.mark, gone, listingUnchecked: listingChain < LISTING_CHAIN_MAX, listingChain, listingContradicted: null };
 }
 
 /**
@@ -602,6 +614,24 @@ function advance(
 function serverAtLeast(mark: ServerClockMark, localMs: number): Instant {
   const elapsed = Math.floor(Math.min(localMs - mark.localMs, MAX_ELAPSED_CREDIT_MS));
   return mark.at + BigInt(elapsed) * NS_PER_MS;
+}
+
+/**
+ * Why a memory fetched after the full listing the state rests on, not yet checked, contradicts
+ * that listing: it is at another state than the listing showed (a newer version, other content,
+ * another path) or the listing did not show it at all. Null when it agrees, or when the listing
+ * is checked already. Another writer acted while the listing paged, or since: either way the
+ * check the feed would have made of that version (`foldVersions`) is owed.
+ */
+export function fetchContradictsListing(state: RemoteFeedState, memory: ListedMemory): string | null {
+  if (!state.listingUnchecked) return null;
+  const listed = state.memories.get(memory.id);
+  if (listed === undefined) return `memory ${memory.id} was fetched since the last full listing, which did not show it: another writer acted while it paged`;
+  const fetched = knownFrom(memory);
+  const newer = fetched.at !== null && listed.at !== null && fetched.at > listed.at;
+  const otherVersion = fetched.versionId !== null && listed.versionId !== null && fetched.versionId !== listed.versionId;
+  if (!newer && !otherVersion && fetched.sha === listed.sha && fetched.path === listed.path) return null;
+  return `memory ${memory.id} was fetched at another state than the last full listing showed: another writer acted while (or since) it paged`;
 }
 
 /** Folds what this session's own write or fetch returned into `memories` and `gone` (both mutated). */

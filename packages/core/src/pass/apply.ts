@@ -206,7 +206,7 @@ async function pull(io: ApplyIO, action: Pull, learned: RemoteChange[]): Promise
   let versionId = action.versionId;
   if (content === undefined) {
     const memory = await storeCall(io.client.get(io.memoryStoreId, action.memoryId, { signal: io.signal }));
-    learned.push({ kind: 'memory', memory });
+    learned.push({ kind: 'memory', memory, fetched: true });
     if (memory.path !== path) return skipped('renamed_during_sync', 'memory was renamed during the sync; the next pass follows it');
     if (typeof memory.content !== 'string') throw new StoreError('rejected', 'the store returned no content');
     content = memory.content;
@@ -484,7 +484,7 @@ async function deleteRemote(io: ApplyIO, action: DeleteRemote, learned: RemoteCh
 async function confirmedGone(io: ApplyIO, memoryId: string, learned: RemoteChange[]): Promise<StoreMemory | null> {
   try {
     const memory = await storeCall(io.client.get(io.memoryStoreId, memoryId, { signal: io.signal }));
-    learned.push({ kind: 'memory', memory });
+    learned.push({ kind: 'memory', memory, fetched: true });
     return memory;
   } catch (err) {
     if (asStoreError(err).kind !== 'not_found') throw err;

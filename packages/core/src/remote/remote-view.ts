@@ -7,6 +7,7 @@ import {
   foldVersions,
   forgetMemories,
   formatTimestamp,
+  fetchContradictsListing,
   keepGone,
   landedThenDeleted,
   learnChange,
@@ -174,6 +175,11 @@ export class RemoteView {
 
   /** What one of this session's writes or fetches returned: known at once, before the feed repeats it. */
   learn(change: RemoteChange): void {
+    // Before the fetch is learned over what the unchecked listing showed (feed-fold.ts, B50).
+    if (change.kind === 'memory' && change.fetched && this.#state.listingContradicted === null) {
+      const contradiction = fetchContradictsListing(this.#state, change.memory);
+      if (contradiction !== null) this.#state = { ...this.#state, listingContradicted: contradiction };
+    }
     // Changed in place: this map is the view's own (a fold that changes anything returns a copy,
     // a listing a new one), and a finalize of thousands of writes must not copy it each time.
     learnChange(this.#state.memories as Map<string, KnownMemory>, change, this.#state.gone as Map<string, GoneMemory>);

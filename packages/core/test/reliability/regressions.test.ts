@@ -1169,3 +1169,26 @@ describe('regressions: the 10,000-case run of issue 24, tenth round (seed 202612
     ));
   }
 });
+
+describe('regressions: the 10,000-case run of issue 24, eleventh round (seed 20261209, B50)', () => {
+  // FUZZ_SEED=20261209 FUZZ_RUNS=10000, case 3,334 (node disk, shrunk), on the code that had
+  // passed case 1,585 (B49). The first pass lists (the feed has no start); that listing shows
+  // /d/c.md as first written and skips /.anthropic-memory-store, planted two minutes before,
+  // while the other writer writes /d/c.md again. The pull's `get` shows the new state and is
+  // learned, so the next read finds that version known: nothing called the listing into doubt,
+  // and the planted memory, past the feed's window, was never seen, nor reported as skipped,
+  // until the listing cadence (I7). The fetch now keeps the contradiction for the check.
+  for (const disk of ['node', 'memfs'] as const) {
+    it(`a listing that skipped a memory, whose pass fetched another at a newer state, is checked and listed again (${disk}): the skipped memory is reported`, replay(
+      { disk, deletionMode: 'enabled', graceSeconds: 0, syncIntervalSeconds: 5, finalSyncTimeoutSeconds: 1, requestTimeoutSeconds: 0.05, syncTimeoutSeconds: 0.5, seedRw: [], seedRo: [], bulk: false, conflictCopies: false, feed: { versions: true, folders: false, clock: 'exact', fullListingEvery: 100, fullListingInterval: 30 } },
+      [
+        new RemoteWriteHostile('rw', '/.anthropic-memory-store'),
+        new AdvanceClock(120),
+        new RemoteWrite('rw', '/d/c.md'),
+        new SkipInListing('rw', 0, '/d/c.md'),
+        new Reconcile(),
+        new AgentRemoveDir('rw', '/d'),
+      ],
+    ));
+  }
+});

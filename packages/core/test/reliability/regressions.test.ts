@@ -1186,7 +1186,7 @@ describe('regressions: the 10,000-case run of issue 24, eleventh round (seed 202
         new AdvanceClock(120),
         new RemoteWrite('rw', '/d/c.md'),
         new SkipInListing('rw', 0, '/d/c.md'),
-        new Reconcile(),
+        new Reconcile(false),
         new AgentRemoveDir('rw', '/d'),
       ],
     ));

@@ -630,7 +630,7 @@ export function fetchContradictsListing(state: RemoteFeedState, memory: ListedMe
   const fetched = knownFrom(memory);
   const newer = fetched.at !== null && listed.at !== null && fetched.at > listed.at;
   const otherVersion = fetched.versionId !== null && listed.versionId !== null && fetched.versionId !== listed.versionId;
-  if (!newer && !otherVersion && fetched.sha === listed.sha && fetched.path === listed.path) return null;
+  if (!newer && !otherVersion && sameState(fetched, listed)) return null;
   return `memory ${memory.id} was fetched at another state than the last full listing showed: another writer acted while (or since) it paged`;
 }
 
